@@ -1,0 +1,1 @@
+"""The `furiosa-opt` command."""

@@ -1,0 +1,416 @@
+"""Scalar types of the RNGD NPU and their bit-exact conversion rules.
+
+Every element lives in numpy in its ``DType.storage`` dtype (``ml_dtypes`` for the narrow floats).
+Two families of conversions coexist, as in the reference implementation:
+
+* user constructors (``from_user``, ``bf16_from_f32``): what host code building a tensor gets;
+* hardware legs (``from_f32`` / ``to_f32`` and the ``*_hw`` functions): what Fetch Adapter, Cast
+  Engine and Commit Adapter compute (flushed subnormals, one canonical NaN word).
+
+All conversions are vectorised over arrays of any shape and work on the raw bit patterns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+
+class DTypeError(ValueError):
+    """A value, element count or byte image that a scalar type cannot represent."""
+
+
+@dataclass(frozen=True, slots=True)
+class DType:
+    """One scalar type: wire width, staging width, numpy storage and (for integers) value range."""
+
+    name: str
+    bits: int
+    staging_bits: int
+    storage: np.dtype
+    is_float: bool
+    materializable: bool
+    int_range: tuple[int, int] | None = None
+
+    def nbytes(self, count: int) -> int:
+        """Bytes of ``count`` elements on the wire; sub-byte types need a whole number of bytes."""
+        total = count * self.bits
+        if count < 0 or total % 8:
+            raise DTypeError(f"total bits must be byte-aligned: {count} x {self.name} = {total} bits")
+        return total // 8
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+
+def _int(name: str, bits: int, storage: type, lo: int, hi: int, staging: int | None = None) -> DType:
+    return DType(name, bits, staging or bits, np.dtype(storage), False, staging is None, (lo, hi))
+
+
+def _float(name: str, bits: int, storage: type) -> DType:
+    return DType(name, bits, bits, np.dtype(storage), True, True)
+
+
+i4 = _int("i4", 4, np.int8, -8, 7)
+# i5 / i9 are the zero-point-subtracted stagings: the wire carries i4 / i8, the staging one more bit.
+i5 = _int("i5", 4, np.int8, -16, 15, staging=8)
+i8 = _int("i8", 8, np.int8, -(2**7), 2**7 - 1)
+i9 = _int("i9", 8, np.int16, -256, 255, staging=16)
+i16 = _int("i16", 16, np.int16, -(2**15), 2**15 - 1)
+i32 = _int("i32", 32, np.int32, -(2**31), 2**31 - 1)
+u8 = _int("u8", 8, np.uint8, 0, 255)
+f32 = _float("f32", 32, np.float32)
+bf16 = _float("bf16", 16, ml_dtypes.bfloat16)
+f8e4m3 = _float("f8e4m3", 8, ml_dtypes.float8_e4m3fn)
+f8e5m2 = _float("f8e5m2", 8, ml_dtypes.float8_e5m2)
+f4e2m1 = _float("f4e2m1", 4, ml_dtypes.float4_e2m1fn)
+
+ALL_DTYPES: tuple[DType, ...] = (i4, i5, i8, i9, i16, i32, u8, f32, bf16, f8e4m3, f8e5m2, f4e2m1)
+_BY_NAME = {d.name: d for d in ALL_DTYPES}
+
+
+def dtype_by_name(name: str) -> DType:
+    """Looks a scalar type up by its name (``"bf16"``, ``"i4"``, ...)."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise DTypeError(f"unknown dtype {name!r}; valid names: {', '.join(_BY_NAME)}") from None
+
+
+# --- Bit-level helpers ---
+
+_F32_QNAN = 0x7FC00000
+_BF16_QNAN = 0x7FC0
+
+
+def _f32_bits(x) -> np.ndarray:
+    """The f32 bit patterns of ``x`` as int64, so intermediate arithmetic never wraps."""
+    with np.errstate(invalid="ignore"):  # a signalling NaN input raises the invalid flag when cast
+        return np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.int64)
+
+
+def _raw_bits(x, dtype: DType) -> np.ndarray:
+    """The raw codes of a ``dtype``-storage array (unsigned arrays of the same width pass as codes)."""
+    arr = np.asarray(x)
+    raw = np.dtype(f"u{dtype.storage.itemsize}")
+    if arr.dtype not in (dtype.storage, raw):
+        raise DTypeError(
+            f"expected a {dtype.name} array ({dtype.storage}) or raw {raw} codes, got {arr.dtype}"
+        )
+    return arr.view(raw).astype(np.int64)
+
+
+def _as(bits: np.ndarray, dtype: DType) -> np.ndarray:
+    return bits.astype(f"u{dtype.storage.itemsize}").view(dtype.storage)
+
+
+def _round_half_away(v: np.ndarray) -> np.ndarray:
+    """Rust's ``f64::round`` (ties away from zero); exact, unlike ``floor(v + 0.5)``."""
+    t = np.trunc(v)
+    with np.errstate(invalid="ignore"):  # inf - inf for infinite lanes; their result stays inf
+        frac = np.abs(v - t)
+    return np.where(frac >= 0.5, t + np.sign(v), t)
+
+
+# --- bf16 ---
+
+
+def _bf16_user_bits(n: np.ndarray) -> np.ndarray:
+    # `half::bf16::from_f32`: RNE on the low 16 bits (overflow carries into inf); NaN keeps its sign and
+    # top payload bits and is forced quiet.
+    nan = (n & 0x7FFFFFFF) > 0x7F800000
+    round_up = ((n & 0x8000) != 0) & ((n & 0x17FFF) != 0)
+    return np.where(nan, (n >> 16) | 0x40, (n >> 16) + round_up)
+
+
+def bf16_from_f32(x) -> np.ndarray:
+    """User constructor (``half::bf16::from_f32``): RNE, overflow -> inf, subnormals and NaN payload kept."""
+    return _as(_bf16_user_bits(_f32_bits(x)), bf16)
+
+
+def _bf16_hw_bits(n: np.ndarray) -> np.ndarray:
+    subnormal = ((n & 0x7F800000) == 0) & ((n & 0x7FFFFF) != 0)
+    out = np.where(subnormal, (n >> 16) & 0x8000, _bf16_user_bits(n))
+    return np.where((n & 0x7FFFFFFF) > 0x7F800000, _BF16_QNAN, out)
+
+
+def bf16_from_f32_hw(x) -> np.ndarray:
+    """Hardware f32 -> bf16 (``float/bf16.rs``): NaN -> 0x7fc0, f32 subnormal -> signed zero, else RNE."""
+    return _as(_bf16_hw_bits(_f32_bits(x)), bf16)
+
+
+def bf16_from_f32_relu_hw(x) -> np.ndarray:
+    """Commit ``cast_relu``: NaN is canonicalised first; then any set sign bit (even -0) becomes +0."""
+    n = _f32_bits(x)
+    clamp = ((n >> 31) == 1) & ((n & 0x7FFFFFFF) <= 0x7F800000)
+    return _as(np.where(clamp, 0, _bf16_hw_bits(n)), bf16)
+
+
+def f32_from_bf16_hw(x) -> np.ndarray:
+    """Hardware bf16 -> f32 (``float/bf16.rs``): NaN -> 0x7fc00000, subnormal -> signed zero, else exact."""
+    h = _raw_bits(x, bf16)
+    out = np.where((h & 0x7F80) == 0, (h & 0x8000) << 16, h << 16)
+    return _as(np.where((h & 0x7FFF) > 0x7F80, _F32_QNAN, out), f32)
+
+
+# --- f8e4m3: bias 7, no inf, NaN = 0x7f/0xff, max 448 ---
+
+
+def f8e4m3_from_f32(x) -> np.ndarray:
+    """``float/f8e4.rs``: RNE everywhere, saturate at +-448, NaN -> 0x7f, below 2^-10 -> signed zero."""
+    n = _f32_bits(x)
+    a = n & 0x7FFFFFFF
+    exp = a >> 23
+    # Normal range (f32 exponent > 120): the top 11 magnitude bits are f8 exponent+mantissa rebased by
+    # 120 << 3; RNE on the 20 dropped bits. Every code past 0x7e (448) saturates, inf included.
+    top = a >> 20
+    normal = np.minimum(top + (((a & 0xFFFFF) + (top & 1)) > 0x80000) - (120 << 3), 0x7E)
+    # Subnormal range (exponents 117..120): RNE of the 24-bit significand in units of 2^-9.
+    shift = np.clip(141 - exp, 21, 24)
+    sig = (a & 0x7FFFFF) | 0x800000
+    q = sig >> shift
+    rem = sig - (q << shift)
+    half = 1 << (shift - 1)
+    sub = q + ((rem > half) | ((rem == half) & ((q & 1) == 1)))
+    mag = np.where(exp > 120, normal, np.where(exp >= 117, sub, 0))
+    code = ((n >> 31) << 7) | mag
+    return _as(np.where(a > 0x7F800000, 0x7F, code), f8e4m3)
+
+
+def _f8e4m3_table() -> np.ndarray:
+    c = np.arange(256)
+    e, m = (c >> 3) & 0xF, c & 7
+    mag = np.where(e == 0, np.ldexp(m, -9), np.ldexp(8 + m, e - 10)).astype(np.float32)
+    out = np.where(c & 0x80, -mag, mag).view(np.uint32)
+    return np.where((c & 0x7F) == 0x7F, _F32_QNAN, out).astype(np.uint32)
+
+
+_F8E4M3_TO_F32 = _f8e4m3_table()
+
+
+def f32_from_f8e4m3(x) -> np.ndarray:
+    """The 256-entry decode table of ``float/f8e4.rs``: exact, both NaN codes -> 0x7fc00000."""
+    return _F8E4M3_TO_F32[_raw_bits(x, f8e4m3)].view(np.float32)
+
+
+# --- f8e5m2: bias 15, IEEE-like (inf 0x7c, NaN exp 31 mantissa != 0) ---
+
+
+def f8e5m2_from_f32(x) -> np.ndarray:
+    """``float/f8e5.rs`` with its quirks: half-up on bit 20, overflow -> inf, subnormals clamp at 3.
+
+    NaN -> 0x7e. Normal results keep two mantissa bits and add bit 20 (no ties-to-even, no sticky), a
+    carry walking into the exponent and on to 0x7c (inf). Below 2^-14 the magnitude is
+    ``round_half_away(|v| * 2^16)`` clamped to 3, so [3.5 * 2^-16, 2^-14) gives 3, not 4.
+    """
+    n = _f32_bits(x)
+    a = n & 0x7FFFFFFF
+    biased = (a >> 23) - 112
+    normal = ((biased << 2) | ((a >> 21) & 3)) + ((a >> 20) & 1)
+    tiny = np.where(biased <= 0, a, 0).astype(np.uint32).view(np.float32)
+    sub = np.minimum(_round_half_away(tiny.astype(np.float64) * 65536), 3).astype(np.int64)
+    # Zero falls into the subnormal branch (0) and inf into the overflow one, as upstream's early returns.
+    mag = np.where(biased >= 31, 0x7C, np.where(biased <= 0, sub, normal))
+    code = ((n >> 24) & 0x80) | mag
+    return _as(np.where(a > 0x7F800000, 0x7E, code), f8e5m2)
+
+
+def _f8e5m2_table() -> np.ndarray:
+    c = np.arange(256)
+    sign, e, m = c >> 7, (c >> 2) & 0x1F, c & 3
+    sub = np.where(sign == 1, -(m / 65536), m / 65536).astype(np.float32).view(np.uint32)
+    normal = (sign << 31) | ((e + 112) << 23) | (m << 21)
+    # Upstream negates f32::NAN for a negative NaN code, so the sign survives into 0xffc00000.
+    special = (sign << 31) | np.where(m == 0, 0x7F800000, _F32_QNAN)
+    return np.select([e == 0, e == 0x1F], [sub, special], normal).astype(np.uint32)
+
+
+_F8E5M2_TO_F32 = _f8e5m2_table()
+
+
+def f32_from_f8e5m2(x) -> np.ndarray:
+    """``float/f8e5.rs`` decode: subnormals ``mant * 2^-16``, exponent 31 -> signed inf / signed qNaN."""
+    return _F8E5M2_TO_F32[_raw_bits(x, f8e5m2)].view(np.float32)
+
+
+# --- f4e2m1: codes 0..7 = 0, .5, 1, 1.5, 2, 3, 4, 6; 8..15 their negatives ---
+
+_F4E2M1_TO_F8E4M3 = np.array(
+    [0x00, 0x30, 0x38, 0x3C, 0x40, 0x44, 0x48, 0x4C, 0x80, 0xB0, 0xB8, 0xBC, 0xC0, 0xC4, 0xC8, 0xCC],
+    dtype=np.uint8,
+)
+_F4E2M1_VALUES = _F8E4M3_TO_F32[_F4E2M1_TO_F8E4M3].view(np.float32)
+
+
+def f8e4m3_from_f4e2m1(x) -> np.ndarray:
+    """The Fetch Adapter's 16-entry table lookup; only the low nibble of each code is read."""
+    return _F4E2M1_TO_F8E4M3[_raw_bits(x, f4e2m1) & 0xF].view(f8e4m3.storage)
+
+
+def f32_from_f4e2m1(x) -> np.ndarray:
+    """Decodes through the f8e4m3 table (0x8 -> -0.0)."""
+    return f32_from_f8e4m3(f8e4m3_from_f4e2m1(x))
+
+
+def f4e2m1_from_f32(x) -> np.ndarray:
+    """Upstream's nearest-code search: f32 ``|table - v|``, strict minimum, so ties keep the lower code.
+
+    Hence -0.25 -> 0x0, 5 -> 4, NaN and +-inf -> 0x0 (every error is NaN/inf), and values beyond +-6
+    saturate until the f32 error itself rounds: from 2^25 a smaller code may win, above 2^27 all tie (0x0).
+    """
+    v = np.asarray(x, dtype=np.float32)
+    with np.errstate(invalid="ignore"):  # signalling NaN inputs
+        err = np.abs(_F4E2M1_VALUES - v[..., None])
+    return _as(np.argmin(err, axis=-1), f4e2m1)  # argmin returns the first minimum, or the first NaN
+
+
+# --- Integers and fixed point ---
+
+
+def _check_int(dtype: DType) -> tuple[int, int]:
+    if dtype.int_range is None:
+        raise DTypeError(f"{dtype.name} is not an integer dtype")
+    return dtype.int_range
+
+
+def _int_array(x) -> np.ndarray:
+    v = np.asarray(x)
+    if v.dtype.kind not in "biu":
+        raise DTypeError(f"expected an integer array, got {v.dtype}")
+    return v
+
+
+def wrap_int(x, dtype: DType) -> np.ndarray:
+    """Rust ``as`` / ``from_i32`` narrowing: keep the low bits of the type's range and sign-extend."""
+    lo, hi = _check_int(dtype)
+    return (((_int_array(x).astype(np.int64) - lo) & (hi - lo)) + lo).astype(dtype.storage)
+
+
+def widen_int(x) -> np.ndarray:
+    """Sign extension (zero extension for u8) of integer storage to the i32 compute width."""
+    return _int_array(x).astype(np.int32)
+
+
+def _check_int_width(int_width: int) -> None:
+    if not 0 <= int_width < 32:
+        raise DTypeError(f"fixed-point integer width must be in [0, 31], got {int_width}")
+
+
+def fxp_to_fp(x, int_width: int) -> np.ndarray:
+    """VE ``fxp_to_fp``: ``float32(RNE(x * 2^(iw - 31)))``; the f64 product is exact, the cast rounds once."""
+    _check_int_width(int_width)
+    return (np.asarray(x, dtype=np.int32).astype(np.float64) * 2.0 ** (int_width - 31)).astype(np.float32)
+
+
+def fp_to_fxp(x, int_width: int) -> np.ndarray:
+    """VE ``fp_to_fxp``: NaN -> i32 max/min by sign, else ``round_half_away(x * 2^(31 - iw))`` saturated."""
+    _check_int_width(int_width)
+    v = np.asarray(x, dtype=np.float32)
+    nan = np.isnan(v)
+    scaled = _round_half_away(np.where(nan, 0, v).astype(np.float64) * 2.0 ** (31 - int_width))
+    out = np.clip(scaled, -(2**31), 2**31 - 1).astype(np.int32)
+    nan_fill = np.where(np.signbit(v), np.int32(-(2**31)), np.int32(2**31 - 1))
+    return np.where(nan, nan_fill, out)
+
+
+# --- Dispatch by dtype ---
+
+_TO_F32 = {f32: lambda x: np.asarray(x, dtype=np.float32), bf16: f32_from_bf16_hw}
+_TO_F32 |= {f8e4m3: f32_from_f8e4m3, f8e5m2: f32_from_f8e5m2, f4e2m1: f32_from_f4e2m1}
+_FROM_F32 = {f32: lambda x: np.asarray(x, dtype=np.float32), bf16: bf16_from_f32_hw}
+_FROM_F32 |= {f8e4m3: f8e4m3_from_f32, f8e5m2: f8e5m2_from_f32, f4e2m1: f4e2m1_from_f32}
+_FROM_USER = _FROM_F32 | {bf16: bf16_from_f32}
+
+
+def _float_only(dtype: DType) -> None:
+    if not dtype.is_float:
+        raise DTypeError(f"expected a float dtype, got {dtype.name}")
+
+
+def to_f32(x, dtype: DType) -> np.ndarray:
+    """Hardware widening of a float ``dtype`` storage array to f32."""
+    _float_only(dtype)
+    return _TO_F32[dtype](x)
+
+
+def from_f32(x, dtype: DType) -> np.ndarray:
+    """Hardware narrowing of an f32 array to a float ``dtype`` (flushing bf16 leg, f8 rules)."""
+    _float_only(dtype)
+    return _FROM_F32[dtype](x)
+
+
+def from_user(values, dtype: DType) -> np.ndarray:
+    """Converts user data with the user constructors; integers are range-checked, never wrapped."""
+    v = np.asarray(values)
+    if dtype.is_float:
+        return v.copy() if v.dtype == dtype.storage else _FROM_USER[dtype](v)
+    lo, hi = _check_int(dtype)
+    if v.dtype.kind in "fV":  # V: the ml_dtypes floats
+        with np.errstate(invalid="ignore"):
+            v64 = v.astype(np.float64)
+            bad = ~np.isfinite(v64) | (v64 != np.trunc(v64)) | (v64 < lo) | (v64 > hi)
+    elif v.dtype.kind in "biu":
+        bad = (v > hi) | (v < lo) if v.dtype.kind == "i" else v > hi
+    else:
+        raise DTypeError(f"cannot convert {v.dtype} values to {dtype.name}")
+    if bad.any():
+        index = np.unravel_index(np.flatnonzero(bad)[0], v.shape)
+        raise DTypeError(
+            f"value {v[index].item()} at index {tuple(int(i) for i in index)} is not an integer in "
+            f"{dtype.name}'s range [{lo}, {hi}]"
+        )
+    return v.astype(dtype.storage)
+
+
+def rand(dtype: DType, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Upstream ``rand``: narrow floats from U[-1, 1), f4e2m1 and integers uniform over all codes."""
+    if dtype in (bf16, f8e4m3, f8e5m2):
+        # 2u - 1 is exact in f32 for the 2^-24 grid numpy draws on, so 1.0 is never produced.
+        return _FROM_USER[dtype](rng.random(count, dtype=np.float32) * np.float32(2) - np.float32(1))
+    if dtype == f32:
+        return rng.random(count, dtype=np.float32)
+    if dtype == f4e2m1:
+        return rng.integers(0, 16, count, dtype=np.uint8).view(f4e2m1.storage)
+    lo, hi = _check_int(dtype)
+    return rng.integers(lo, hi, count, dtype=dtype.storage, endpoint=True)
+
+
+# --- Byte images ---
+
+
+def _check_materializable(dtype: DType) -> None:
+    if not dtype.materializable:
+        raise DTypeError(f"{dtype.name} is a stream-only staging type and has no byte image")
+
+
+def pack(values, dtype: DType) -> bytes:
+    """Little-endian byte image; 4-bit types put element 2k in the low nibble of byte k, 2k+1 in the high."""
+    _check_materializable(dtype)
+    v = np.asarray(values)
+    if not dtype.is_float:  # i4 shares int8 storage with i8, so even storage arrays are range-checked
+        v = from_user(v, dtype)
+    elif v.dtype != dtype.storage:
+        v = _as(_raw_bits(v, dtype), dtype)
+    flat = v.reshape(-1)
+    dtype.nbytes(flat.size)
+    if dtype.bits == 4:
+        nib = flat.view(np.uint8) & 0xF
+        return (nib[0::2] | (nib[1::2] << 4)).astype(np.uint8).tobytes()
+    return flat.astype(dtype.storage.newbyteorder("<")).tobytes()
+
+
+def unpack(data: bytes, dtype: DType, count: int) -> np.ndarray:
+    """Inverse of ``pack``: ``count`` elements in ``dtype`` storage from a byte image of exactly that size."""
+    _check_materializable(dtype)
+    if len(data) != dtype.nbytes(count):
+        raise DTypeError(f"{count} x {dtype.name} needs {dtype.nbytes(count)} bytes, got {len(data)}")
+    if dtype.bits == 4:
+        b = np.frombuffer(data, dtype=np.uint8)
+        nib = np.empty(count, dtype=np.int64)
+        nib[0::2], nib[1::2] = b & 0xF, b >> 4
+        return wrap_int(nib, i4) if dtype == i4 else _as(nib, dtype)
+    return np.frombuffer(data, dtype=dtype.storage.newbyteorder("<"), count=count).astype(dtype.storage)

@@ -1,0 +1,90 @@
+"""Relayout: move a tensor between two layouts by logical index.
+
+For every live destination position the index map gives the source position holding the same
+logical index (or -1 where the destination is padding). Destination axes the source lacks are
+broadcast; every live source cell must be read; both sides must split shared axes compatibly — the
+rules upstream's sequencer enforces, checked here structurally on the joint refinement.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from furiosa_opt.mapping.evaluate import evaluate
+from furiosa_opt.mapping.expr import MappingError
+from furiosa_opt.mapping.factors import BC, Comp, Factors, SymAtom, render_factors, size
+from furiosa_opt.mapping.refine import key_name, refine
+
+_CHUNK = 1 << 22
+
+
+def check_relayout(src: Factors, dst: Factors, allow_broadcast: bool) -> None:
+    """Raise MappingError if `dst` cannot be filled from `src` by logical index."""
+    where = f"relayout from `{render_factors(src)}` to `{render_factors(dst)}`"
+    try:
+        src_subs, dst_subs = refine(src, dst)
+    except MappingError as error:
+        raise MappingError(f"{where}: {error}") from None
+    reads = {(d.key, d.cut): d.count for d in dst_subs}
+    held = {(d.key, d.cut): d.count for d in src_subs}
+    for d in src_subs:
+        count = reads.get((d.key, d.cut), 0)
+        if count < d.count:
+            part = _describe(d.key, d.cut, d.count)
+            raise MappingError(
+                f"{where}: source axis `{part}` is not fully read (every live source cell must be)"
+            )
+    for d in dst_subs:
+        count = held.get((d.key, d.cut), 0)
+        if 0 < count < d.count:
+            part = _describe(d.key, d.cut, d.count)
+            raise MappingError(f"{where}: `{part}` reads beyond what the source holds ({count} values)")
+    if not allow_broadcast:
+        extra = [d for d in dst_subs if (d.key, d.cut) not in held]
+        extra_bc = [f for f in dst if f.atom == BC and f.m > 1]
+        if extra or extra_bc:
+            part = _describe(extra[0].key, extra[0].cut, extra[0].count) if extra else str(extra_bc[0].m)
+            raise MappingError(f"{where}: `{part}` would be broadcast, which this move does not allow")
+
+
+def _describe(key, cut: int, count: int) -> str:
+    text = key_name(key)
+    if cut > 1:
+        text += f" / {cut}"
+    return f"{text} % {count}"
+
+
+def position_of(fs: Factors, coords: dict[str, np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+    """Positions of `fs` holding the given coordinates; axes `fs` lacks are ignored (broadcast) and
+    coordinates beyond a digit's range wrap, as a strided read would."""
+    out = np.zeros(shape, dtype=np.int64)
+    stride = size(fs)
+    for f in fs:
+        stride //= f.e
+        if isinstance(f.atom, SymAtom):
+            if f.atom.name not in coords:
+                continue
+            coordinate = coords[f.atom.name]
+        elif isinstance(f.atom, Comp):
+            coordinate = position_of(f.atom.k, coords, shape)
+        else:
+            continue
+        out += (coordinate // f.s) % f.m * stride
+    return out
+
+
+@lru_cache(maxsize=1024)
+def relayout_index(src: Factors, dst: Factors, allow_broadcast: bool = True) -> np.ndarray:
+    """Source position per destination position (-1 at destination padding). Cached per pair."""
+    check_relayout(src, dst, allow_broadcast)
+    total = size(dst)
+    out = np.empty(total, dtype=np.int64)
+    for start in range(0, total, _CHUNK):
+        positions = np.arange(start, min(total, start + _CHUNK), dtype=np.int64)
+        layout = evaluate(dst, positions)
+        found = position_of(src, layout.coords, positions.shape)
+        out[start : start + len(positions)] = np.where(layout.live, found, -1)
+    out.flags.writeable = False
+    return out
