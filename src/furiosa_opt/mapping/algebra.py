@@ -257,3 +257,37 @@ def tile_view(current: Mapping, index: Mapping, length: int, hole: PadKind) -> M
         window = pad(resize(digit, length), target.e, hole)
         return derived([*cf[:i], *rest, *window, *lower, *cf[i + 1 :]])
     raise MappingError(f"tile: failed to split `{current}` by the index expression `{index}`")
+
+
+# ---- DMA bursts -------------------------------------------------------------------------------------
+
+
+def dma_tails(src: Mapping, dst: Mapping) -> tuple[int, int, int]:
+    """(src_packet, dst_packet, common): the innermost run both sides lay out alike, each side extended
+    through its own trailing Top padding — the largest burst a DMA between them can issue."""
+    src_subs, dst_subs = refine(src.factors, dst.factors)
+    common = 1
+    for a, b in zip(reversed(src_subs), reversed(dst_subs), strict=False):
+        if (a.key, a.cut, a.count) != (b.key, b.cut, b.count) or a.pos != common or b.pos != common:
+            break
+        (ea, ka), (eb, kb) = _extent(src, src_subs, a), _extent(dst, dst_subs, b)
+        if ea == eb and (ea == a.count or ka == kb == PadKind.TOP):
+            common *= ea
+            continue
+        before, common = common, common * a.count  # live parts agree, extents differ: the burst ends here
+        return (
+            before * ea if ka == PadKind.TOP else common,
+            before * eb if kb == PadKind.TOP else common,
+            common,
+        )
+    return common, common, common
+
+
+def _extent(mapping: Mapping, subs: list[SubDigit], sub: SubDigit) -> tuple[int, PadKind]:
+    """Physical extent of a sub-digit: its count, or for the outermost sub-digit of a padded factor
+    the factor's padded extent over the sub-digits below it."""
+    siblings = [d for d in subs if d.factor == sub.factor]
+    f = mapping.factors[sub.factor]
+    if sub is not siblings[0] or not f.padded:
+        return sub.count, PadKind.TOP
+    return f.e // math.prod(d.count for d in siblings[1:]), f.k

@@ -54,9 +54,9 @@ def _evaluate(fs: Factors, positions: np.ndarray, outermost: bool) -> Layout:
             sizes[f.atom.name] = f.atom.n
             coords[f.atom.name] = coords.get(f.atom.name, 0) + value
         elif isinstance(f.atom, Comp):
-            # A composite decodes once its digits are summed; its padding ranks just below the own
-            # padding of its outermost digit.
-            total, first = composites.get(f.atom, (0, 2 * i + 1))
+            # A composite decodes once its digits are summed, after every digit's own padding has had
+            # its say (upstream: `Cell::combine` first, `finalize` after).
+            total, first = composites.get(f.atom, (0, 2 * len(fs) + i))
             composites[f.atom] = (total + value, first)
     for comp, (total, at) in composites.items():
         whole = size(comp.k)

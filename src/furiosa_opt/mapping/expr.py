@@ -12,11 +12,13 @@ from enum import IntEnum
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from furiosa_opt.diagnostics import FuriosaOptError
+
 if TYPE_CHECKING:
     from furiosa_opt.mapping.factors import Factor
 
 
-class MappingError(ValueError):
+class MappingError(FuriosaOptError, ValueError):
     """A mapping that cannot be built or an algebra operation that does not apply."""
 
 

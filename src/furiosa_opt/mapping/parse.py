@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from furiosa_opt.diagnostics import user_facing
 from furiosa_opt.mapping.expr import (
     Axis,
     Mapping,
@@ -230,9 +231,10 @@ def parse(text: str, globals_: dict[str, Any], locals_: dict[str, Any] | None = 
 class _MappingLiteral:
     """`m["I / 32, J % 8"]`: a mapping whose axis names resolve in the caller's scope."""
 
+    @user_facing
     def __getitem__(self, key: str | Axis | Mapping | int | tuple) -> Mapping:
         if isinstance(key, str):
-            frame = sys._getframe(1)
+            frame = sys._getframe(2)  # the caller of the user_facing wrapper
             return parse(key, frame.f_globals, frame.f_locals)
         items = key if isinstance(key, tuple) else (key,)
         if not items:

@@ -20,33 +20,45 @@ from furiosa_opt.mapping.refine import key_name, refine
 _CHUNK = 1 << 22
 
 
+class RelayoutError(MappingError):
+    """A move the rules refuse; `reason` is "incompatible", "unread", "overread" or "broadcast"."""
+
+    def __init__(self, reason: str, message: str):
+        self.reason = reason
+        super().__init__(message)
+
+
 def check_relayout(src: Factors, dst: Factors, allow_broadcast: bool) -> None:
     """Raise MappingError if `dst` cannot be filled from `src` by logical index."""
     where = f"relayout from `{render_factors(src)}` to `{render_factors(dst)}`"
     try:
         src_subs, dst_subs = refine(src, dst)
     except MappingError as error:
-        raise MappingError(f"{where}: {error}") from None
+        raise RelayoutError("incompatible", f"{where}: {error}") from None
     reads = {(d.key, d.cut): d.count for d in dst_subs}
     held = {(d.key, d.cut): d.count for d in src_subs}
     for d in src_subs:
         count = reads.get((d.key, d.cut), 0)
         if count < d.count:
             part = _describe(d.key, d.cut, d.count)
-            raise MappingError(
-                f"{where}: source axis `{part}` is not fully read (every live source cell must be)"
+            raise RelayoutError(
+                "unread", f"{where}: source axis `{part}` is not fully read (every live source cell must be)"
             )
     for d in dst_subs:
         count = held.get((d.key, d.cut), 0)
         if 0 < count < d.count:
             part = _describe(d.key, d.cut, d.count)
-            raise MappingError(f"{where}: `{part}` reads beyond what the source holds ({count} values)")
+            raise RelayoutError(
+                "overread", f"{where}: `{part}` reads beyond what the source holds ({count} values)"
+            )
     if not allow_broadcast:
         extra = [d for d in dst_subs if (d.key, d.cut) not in held]
         extra_bc = [f for f in dst if f.atom == BC and f.m > 1]
         if extra or extra_bc:
             part = _describe(extra[0].key, extra[0].cut, extra[0].count) if extra else str(extra_bc[0].m)
-            raise MappingError(f"{where}: `{part}` would be broadcast, which this move does not allow")
+            raise RelayoutError(
+                "broadcast", f"{where}: `{part}` would be broadcast, which this move does not allow"
+            )
 
 
 def _describe(key, cut: int, count: int) -> str:

@@ -1,0 +1,1 @@
+"""The base-template kernels: one `@device` function per module."""

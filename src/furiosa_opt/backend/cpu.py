@@ -1,0 +1,185 @@
+"""The CPU backend: every kernel operation on host numpy buffers, with upstream's numeric semantics.
+
+A value is a physical buffer in wire order with zeroed padding (shared/DESIGN.md §4). Moves are lazy:
+a `Buf` is a base array plus an index map (source position per position, -1 = padding reads zero), so
+a chain of relayouts (HBM → DM → fetch → collect → contraction) costs one composed gather, computed
+once per chain of layouts and cached. Arithmetic materialises.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from furiosa_opt.mapping.evaluate import evaluate
+from furiosa_opt.mapping.factors import Factors, size
+from furiosa_opt.mapping.relayout import position_of, relayout_index
+
+_CHUNK = 1 << 21
+
+
+@dataclass(eq=False)
+class Buf:
+    base: np.ndarray
+    index: np.ndarray | None = None  # None: the base itself
+    _values: np.ndarray | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.base) if self.index is None else len(self.index)
+
+    def values(self) -> np.ndarray:
+        """The materialised buffer (read-only; copy before writing)."""
+        if self._values is None:
+            self._values = self.base if self.index is None else gather(self.base, self.index)
+        return self._values
+
+
+def gather(base: np.ndarray, index: np.ndarray) -> np.ndarray:
+    out = base[np.maximum(index, 0)]
+    out[index < 0] = 0
+    return out
+
+
+def fresh(values: np.ndarray) -> Buf:
+    return Buf(np.ascontiguousarray(values))
+
+
+def zeros(storage: np.dtype, count: int) -> Buf:
+    return Buf(np.zeros(count, dtype=storage))
+
+
+_MEMO: dict[tuple[int, ...], tuple[tuple[np.ndarray, ...], np.ndarray]] = {}
+
+
+def _memo(inputs: tuple[np.ndarray, ...], compute) -> np.ndarray:
+    """Results derived from (cached, immutable) index arrays, keyed by their identity."""
+    key = tuple(id(a) for a in inputs)
+    hit = _MEMO.get(key)
+    if hit is not None and all(x is y for x, y in zip(hit[0], inputs, strict=True)):
+        return hit[1]
+    result = compute()
+    result.flags.writeable = False
+    if len(_MEMO) > 4096:
+        _MEMO.clear()
+    _MEMO[key] = (inputs, result)
+    return result
+
+
+def compose(inner: np.ndarray | None, outer: np.ndarray) -> np.ndarray:
+    """Index of `base[inner][outer]` into `base` (-1 stays -1)."""
+    if inner is None:
+        return outer
+    return _memo((inner, outer), lambda: np.where(outer >= 0, inner[np.maximum(outer, 0)], -1))
+
+
+def relayout(buf: Buf, src: Factors, dst: Factors, broadcast: bool) -> Buf:
+    return Buf(buf.base, compose(buf.index, relayout_index(src, dst, broadcast)))
+
+
+def elementwise(fn, *bufs: Buf) -> Buf:
+    """Apply `fn` to every physical cell (padding included, as upstream's `map`/`zip_with` do)."""
+    with np.errstate(all="ignore"):
+        return fresh(fn(*(b.values() for b in bufs)))
+
+
+# ---- views ------------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=512)
+def window_index(outer: int, element: int, window: int, view: Factors) -> np.ndarray:
+    """Base positions of a view [outer, view] whose cell p of each outer block sits at window + p."""
+    layout = evaluate(view, np.arange(size(view), dtype=np.int64))
+    local = np.where(layout.live, window + np.arange(size(view)), -1)
+    if local.max(initial=-1) >= element:
+        raise IndexError(f"the view reaches position {int(local.max())} of an element of {element} positions")
+    blocks = (np.arange(outer, dtype=np.int64) * element)[:, None]
+    index = np.where(local >= 0, blocks + local, -1).ravel()
+    index.flags.writeable = False
+    return index
+
+
+def window_read(buf: Buf, outer: int, element: int, window: int, view: Factors) -> Buf:
+    return Buf(buf.base, compose(buf.index, window_index(outer, element, window, view)))
+
+
+def window_write(dest: np.ndarray, outer: int, element: int, window: int, view: Factors, src: Buf) -> None:
+    """Write the live cells of a view (laid out as [outer, view]) into `dest` in place."""
+    index = window_index(outer, element, window, view)
+    live = index >= 0
+    dest[index[live]] = src.values()[live]
+
+
+# ---- contraction ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContractionPlan:
+    out_live: np.ndarray  # output positions that receive a sum
+    steps: int  # terms per output
+    lhs: np.ndarray  # flat (steps × outputs): operand positions, step-major, in fold order
+    rhs: np.ndarray
+
+
+@lru_cache(maxsize=64)
+def contraction_plan(
+    lhs_map: Factors, rhs_map: Factors, pre_reduce: Factors, out: Factors
+) -> ContractionPlan:
+    """For each output cell, the operand positions of its contributions in `pre_reduce` wire order."""
+    total = size(pre_reduce)
+    outs, lhs, rhs = [], [], []
+    for start in range(0, total, _CHUNK):
+        positions = np.arange(start, min(total, start + _CHUNK), dtype=np.int64)
+        layout = evaluate(pre_reduce, positions)
+        live = layout.live
+        coords = {name: value[live] for name, value in layout.coords.items()}
+        shape = (int(live.sum()),)
+        outs.append(position_of(out, coords, shape))
+        lhs.append(position_of(lhs_map, coords, shape))
+        rhs.append(position_of(rhs_map, coords, shape))
+    out_pos, lhs_pos, rhs_pos = (np.concatenate(parts) for parts in (outs, lhs, rhs))
+    order = np.argsort(out_pos, kind="stable")  # stable: keeps pre_reduce order within each output
+    targets, counts = np.unique(out_pos[order], return_counts=True)
+    if len(counts) and counts.min() != counts.max():
+        raise ValueError("a contraction whose outputs sum different numbers of terms")
+    steps = int(counts[0]) if len(counts) else 0
+
+    def step_major(positions: np.ndarray) -> np.ndarray:
+        flat = positions[order].reshape(-1, steps).T.ravel()
+        flat.flags.writeable = False
+        return flat
+
+    return ContractionPlan(targets, steps, step_major(lhs_pos), step_major(rhs_pos))
+
+
+def contract(lhs: Buf, rhs: Buf, plan: ContractionPlan, out_size: int, widen, acc: np.dtype) -> Buf:
+    """`out[o] = Σ widen(lhs)·widen(rhs)` folded sequentially from zero in plan order: no FMA, no
+    pairwise sums, exactly upstream's `contraction_prewidened` (integers wrap)."""
+    outputs = len(plan.out_live)
+    lhs_base, lhs_steps = _widened(lhs, widen), _steps(lhs, plan.lhs).reshape(plan.steps, outputs)
+    rhs_base, rhs_steps = _widened(rhs, widen), _steps(rhs, plan.rhs).reshape(plan.steps, outputs)
+    total = np.zeros(outputs, dtype=acc)
+    with np.errstate(all="ignore"):
+        for step_lhs, step_rhs in zip(lhs_steps, rhs_steps, strict=True):
+            total = total + lhs_base[step_lhs] * rhs_base[step_rhs]
+    result = np.zeros(out_size, dtype=acc)
+    result[plan.out_live] = total
+    return fresh(result)
+
+
+def _widened(buf: Buf, widen) -> np.ndarray:
+    """The widened base with a trailing zero: what a padding position (-1) reads."""
+    wide = widen(buf.base)
+    return np.concatenate([wide, np.zeros(1, dtype=wide.dtype)])
+
+
+def _steps(buf: Buf, steps: np.ndarray) -> np.ndarray:
+    if buf.index is None:
+        return steps
+    composed = compose(buf.index, steps)
+    return _padding_to_end(composed, len(buf.base))
+
+
+def _padding_to_end(index: np.ndarray, length: int) -> np.ndarray:
+    return _memo((index,), lambda: np.where(index >= 0, index, length))

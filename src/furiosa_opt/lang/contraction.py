@@ -1,0 +1,103 @@
+"""The Contraction Engine: outer product → packet reducer → time reducer → lane folder.
+
+Like upstream's CPU backend the four stages are lazy: `contract_outer` records the widened operands
+and the joint index space, the reducers only check and relabel, and `contract_lane` runs one fused
+contraction that folds every output cell sequentially from zero in the wire order of the contracted
+positions, then relays the result out to `[Time, Packet]` / `[Lane # 8]`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from furiosa_opt import dtypes
+from furiosa_opt.backend import cpu
+from furiosa_opt.diagnostics import VerifyError, user_facing
+from furiosa_opt.dtypes import DType
+from furiosa_opt.lang.stream import Stream
+from furiosa_opt.lang.tensors import TrfTensor
+from furiosa_opt.lang.vector_ops import LaneMode
+from furiosa_opt.mapping import Mapping
+from furiosa_opt.mapping.algebra import pair
+from furiosa_opt.verify import contraction as rules
+
+
+@dataclass(frozen=True)
+class _Pending:
+    stream: Stream
+    trf: TrfTensor
+    acc: DType
+    time: Mapping  # OutTime of contract_outer (the pre-reduce time)
+    packet: Mapping  # OutPacket of contract_outer
+    packet2: Mapping | None = None  # after contract_packet
+    time2: Mapping | None = None  # after contract_time
+
+
+class Contraction:
+    """A contraction in flight; each method is the next stage of the engine."""
+
+    def __init__(self, pending: _Pending, stage: str):
+        self._pending, self.stage = pending, stage
+
+    def __repr__(self) -> str:
+        return f"Contraction({self.stage}, acc={self._pending.acc})"
+
+    def _expect(self, method: str, stage: str) -> None:
+        if self.stage != stage:
+            raise VerifyError("pipeline-order", f"`{method}` follows `{stage}`, not `{self.stage}`")
+
+    @user_facing
+    def contract_packet(self, packet: Mapping) -> Contraction:
+        """Sum the innermost packet cells that `packet` drops (a tree over 2^d cells)."""
+        self._expect("contract_packet", "contract_outer")
+        p = self._pending
+        rules.check_contract_packet(p.stream.dtype, p.packet, packet)
+        return Contraction(replace(p, packet2=packet), "contract_packet")
+
+    @user_facing
+    def contract_time(self, time: Mapping) -> Contraction:
+        """Sum the time axes that `time` drops; the kept ones stay in order."""
+        self._expect("contract_time", "contract_packet")
+        rules.check_contract_time(self._pending.time, time)
+        return Contraction(replace(self._pending, time2=time), "contract_time")
+
+    @user_facing
+    def contract_lane(self, mode: LaneMode, time: Mapping, packet: Mapping) -> Stream:
+        """Fold the lanes into the output flit and compute the contraction."""
+        self._expect("contract_lane", "contract_time")
+        p = self._pending
+        lane = p.trf.params[3]
+        rules.check_contract_lane(mode.name, lane, p.time2, p.packet2, time, packet, p.time)
+        stream = p.stream
+        reduced = pair(*stream.spatial, lane, p.time2, p.packet2)
+        pre_reduce = pair(*stream.spatial, lane, p.time, p.packet)
+        plan = cpu.contraction_plan(stream.layout.factors, p.trf.storage.factors, pre_reduce.factors,
+                                    reduced.factors)  # fmt: skip
+        values = cpu.contract(stream.data, p.trf.data, plan, reduced.size, _widener(p.acc, stream.dtype, p.trf.dtype),
+                              p.acc.storage)  # fmt: skip
+        out = pair(*stream.spatial, time, packet)
+        folded = cpu.relayout(values, reduced.factors, out.factors, False)
+        return Stream(stream.ctx, "contract_lane", p.acc, stream.spatial, time, packet, folded)
+
+
+def contract_outer(stream: Stream, trf: TrfTensor, time: Mapping, packet: Mapping) -> Contraction:
+    if not isinstance(trf, TrfTensor):
+        raise VerifyError("contraction-trf", f"contract_outer multiplies with a TrfTensor, got {trf!r}")
+    for level, a, b in zip(("chip", "cluster", "slice"), stream.spatial, trf.params, strict=False):
+        if a != b:
+            raise VerifyError("contraction-spatial", f"contract_outer: the TRF tensor's {level} mapping `{b}` "
+                                                     f"differs from the stream's `{a}`")
+    acc = rules.accumulator(stream.dtype, trf.dtype)
+    rules.check_stream_adapter(stream.dtype, trf.params[3], stream.time, stream.packet, time, packet)
+    return Contraction(_Pending(stream, trf, acc, time, packet), "contract_outer")
+
+
+def _widener(acc: DType, *operands: DType):
+    """Widening of both operands to the accumulator (bf16/f8 with the hardware rules)."""
+    if acc == dtypes.i32:
+        return dtypes.widen_int
+    sources = set(operands)
+    if len(sources) != 1:
+        raise VerifyError("contraction-operands", f"float operands must share one type, got {sorted(map(str, sources))}")
+    (source,) = sources
+    return lambda values: dtypes.to_f32(values, source)

@@ -1,0 +1,149 @@
+"""`@device` kernels and `launch`.
+
+A kernel is a module-level function whose parameters carry their tensor types as annotations, so the
+compiler can trace it from its signature alone. Its identity is `module.qualname` of the definition.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from furiosa_opt.arch import RNGD
+from furiosa_opt.diagnostics import Location, VerifyError, user_facing
+from furiosa_opt.lang.context import Context
+from furiosa_opt.lang.tensors import Tensor, TensorType
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """The NPU a kernel is compiled for: `chip` chips of `pe` processing elements each."""
+
+    chip: int = 1
+    pe: int = 8
+
+
+@dataclass(frozen=True)
+class Parameter:
+    name: str
+    type: TensorType | None  # None: the Context
+
+
+class DeviceFunction:
+    """A `@device` kernel: call it through `launch(kernel, ctx, *tensors)`."""
+
+    def __init__(self, fn: Callable, device: Device):
+        self.fn, self.device = fn, device
+        self.identity = f"{fn.__module__}.{fn.__qualname__}"
+        self.location = Location(fn.__code__.co_filename, fn.__code__.co_firstlineno, fn.__name__)
+        self.__doc__, self.__name__, self.__qualname__ = fn.__doc__, fn.__name__, fn.__qualname__
+        self.__module__ = fn.__module__
+        self._signature: tuple[list[Parameter], tuple[TensorType, ...] | None] | None = None
+
+    def __repr__(self) -> str:
+        return f"<device function {self.identity} (chip={self.device.chip}, pe={self.device.pe})>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise VerifyError("device-call", f"`{self.identity}` is a device function: run it with "
+                                         f"`launch({self.__name__}, ctx, ...)`")
+
+    @property
+    def parameters(self) -> list[Parameter]:
+        return self.signature[0]
+
+    @property
+    def returns(self) -> tuple[TensorType, ...] | None:
+        return self.signature[1]
+
+    @property
+    def signature(self) -> tuple[list[Parameter], tuple[TensorType, ...] | None]:
+        """Parameter and return types, read from the annotations (evaluated in the kernel's module)."""
+        if self._signature is None:
+            self._signature = _read_signature(self.fn, self.location)
+        return self._signature
+
+
+def _read_signature(fn: Callable, where: Location) -> tuple[list[Parameter], tuple[TensorType, ...] | None]:
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception as error:
+        raise VerifyError("device-annotation", f"cannot evaluate the annotations of `{fn.__qualname__}`: {error}",
+                          location=where) from None
+    params = []
+    for name in inspect.signature(fn).parameters:
+        hint = hints.get(name)
+        if hint is Context:
+            params.append(Parameter(name, None))
+        elif isinstance(hint, TensorType):
+            params.append(Parameter(name, hint))
+        else:
+            raise VerifyError(
+                "device-annotation",
+                f"parameter `{name}` of `{fn.__qualname__}` needs a tensor type annotation such as "
+                f'`HbmTensor[bf16, m["1"], m["A"]]` or `Context`, got {hint!r}',
+                location=where,
+            )
+    returned = hints.get("return")
+    if returned is None or returned is type(None):
+        return params, None
+    if isinstance(returned, TensorType):
+        return params, (returned,)
+    if typing.get_origin(returned) is tuple and all(isinstance(a, TensorType) for a in typing.get_args(returned)):
+        return params, typing.get_args(returned)
+    raise VerifyError("device-annotation", f"the return annotation of `{fn.__qualname__}` must be a tensor type "
+                                           f"or a tuple of them, got {returned!r}", location=where)
+
+
+def device(fn: Callable | None = None, *, chip: int = 1, pe: int = 8) -> Any:
+    """Mark a module-level function as a kernel: `@device` or `@device(chip=1, pe=8)`."""
+
+    def wrap(function: Callable) -> DeviceFunction:
+        where = Location(function.__code__.co_filename, function.__code__.co_firstlineno, function.__name__)
+        if "<locals>" in function.__qualname__:
+            raise VerifyError("device-nested", f"`@device` needs a module-level function; `{function.__qualname__}` "
+                                               "is nested, so it has no stable identity", location=where)
+        if chip < 1 or pe not in RNGD.pe_counts:
+            raise VerifyError("device-shape", f"@device(chip={chip}, pe={pe}): chip must be ≥ 1 and pe one of "
+                                              f"{list(RNGD.pe_counts)}", location=where)
+        return DeviceFunction(function, Device(chip, pe))
+
+    return wrap(fn) if fn is not None else wrap
+
+
+@user_facing
+def launch(kernel: DeviceFunction, ctx: Context, *args: Tensor) -> Tensor | tuple[Tensor, ...] | None:
+    """Run a kernel: checks the arguments against its annotations and returns its output tensor(s)."""
+    if not isinstance(kernel, DeviceFunction):
+        raise VerifyError("launch-kernel", f"launch needs a @device function, got {kernel!r}")
+    if not isinstance(ctx, Context):
+        raise VerifyError("launch-context", f"launch({kernel.__name__}, ctx, ...) needs the Context first, got {ctx!r}")
+    tensors = [p for p in kernel.parameters if p.type is not None]
+    if len(args) != len(tensors):
+        raise VerifyError("launch-arity", f"`{kernel.identity}` takes {len(tensors)} tensor(s), got {len(args)}")
+    for parameter, value in zip(tensors, args, strict=True):
+        reason = parameter.type.mismatch(value)
+        if reason:
+            raise VerifyError("launch-argument", f"argument `{parameter.name}` of `{kernel.identity}`: {reason}")
+    values = iter(args)
+    bound = [ctx if p.type is None else next(values) for p in kernel.parameters]
+    result = kernel.fn(*bound)
+    return _check_result(kernel, result)
+
+
+def _check_result(kernel: DeviceFunction, result: Any) -> Any:
+    expected = kernel.returns
+    if expected is None:
+        return result
+    got = result if isinstance(result, tuple) else (result,)
+    if len(got) != len(expected):
+        raise VerifyError("launch-result", f"`{kernel.identity}` returned {len(got)} value(s), its annotation "
+                                           f"promises {len(expected)}", location=kernel.location)
+    for i, (want, value) in enumerate(zip(expected, got, strict=True)):
+        reason = want.mismatch(value)
+        if reason:
+            raise VerifyError("launch-result", f"result {i} of `{kernel.identity}`: {reason}",
+                              location=kernel.location)
+    return result

@@ -1,0 +1,226 @@
+"""The Tensor Unit pipeline as method chains: begin → fetch → collect → … → commit.
+
+A stream is a tensor over `[Chip, Cluster, Slice, Time, Packet]`: spatial levels, the cycle order
+within a slice, and the data of one cycle. Each method checks the stage graph and the stage's static
+rules (verify/), then asks the backend for the values. Methods take values first, then the type
+parameters in upstream's Rust order (also accepted as keywords).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from furiosa_opt import dtypes
+from furiosa_opt.backend import cpu
+from furiosa_opt.diagnostics import VerifyError, user_facing
+from furiosa_opt.dtypes import DType
+from furiosa_opt.lang.context import TuContext
+from furiosa_opt.lang.tensors import DmTensor, DmTensorView, TensorView, TrfTensor, VrfTensor, _expect_writable
+from furiosa_opt.mapping import Mapping, MappingError, m
+from furiosa_opt.mapping.algebra import pair
+from furiosa_opt.verify import memory as verify_memory
+from furiosa_opt.verify import stream as rules
+
+if TYPE_CHECKING:
+    from furiosa_opt.lang.contraction import Contraction
+    from furiosa_opt.lang.vector import VectorStream
+
+# stage → the methods that may follow it (upstream engine/mod.rs, spec/compute.md §0.4)
+NEXT = {
+    "begin": ("fetch",),
+    "fetch": ("fetch_cast", "collect"),
+    "fetch_cast": ("collect",),
+    "collect": ("to_trf", "to_vrf", "contract_outer", "cast", "vector_init", "commit_trim"),
+    "contract_lane": ("cast", "vector_init", "commit_trim"),
+    "vector_final": ("cast", "to_vrf", "commit_trim"),
+    "cast": ("commit_trim",),
+    "commit_trim": ("commit_cast", "commit_cast_relu", "commit", "commit_view"),
+    "commit_cast": ("commit", "commit_view"),
+}
+
+
+class Stream:
+    """A Tensor Unit stream at one pipeline stage."""
+
+    def __init__(
+        self, ctx: TuContext, stage: str, dtype: DType, spatial: tuple[Mapping, Mapping, Mapping],
+        time: Mapping, packet: Mapping, data: cpu.Buf,
+    ):  # fmt: skip
+        verify_memory.check_spatial(spatial[1], spatial[2], stage)
+        self.ctx, self.stage, self.dtype, self.spatial = ctx, stage, dtype, spatial
+        self.time, self.packet, self.data = time, packet, data
+
+    def __repr__(self) -> str:
+        return (f'Stream({self.ctx!r}, {self.stage}, {self.dtype}, time=m["{self.time}"], '
+                f'packet=m["{self.packet}"])')
+
+    @property
+    def layout(self) -> Mapping:
+        return pair(*self.spatial, self.time, self.packet)
+
+    def _expect(self, method: str) -> None:
+        allowed = NEXT.get(self.stage, ())
+        if method not in allowed:
+            after = [stage for stage, methods in NEXT.items() if method in methods]
+            raise VerifyError(
+                "pipeline-order",
+                f"`{method}` cannot follow `{self.stage}`",
+                notes=(f"`{method}` follows {', '.join(f'`{a}`' for a in after) or 'no stage'}",
+                       f"after `{self.stage}` come {', '.join(f'`{a}`' for a in allowed) or 'nothing'}"),
+            )
+
+    def _next(self, stage: str, time: Mapping, packet: Mapping, broadcast: bool, dtype: DType | None = None,
+              data: cpu.Buf | None = None) -> Stream:  # fmt: skip
+        """The same values re-laid out over a new time and packet (a relayout by logical index)."""
+        source = self.data if data is None else data
+        target = pair(*self.spatial, time, packet)
+        try:
+            moved = cpu.relayout(source, self.layout.factors, target.factors, broadcast)
+        except MappingError as error:
+            raise VerifyError(f"{stage}-relayout", f"{stage}: {error}") from None
+        return Stream(self.ctx, stage, dtype or self.dtype, self.spatial, time, packet, moved)
+
+    # ---- fetch and its adapter ----
+
+    @user_facing
+    def fetch(self, time: Mapping, packet: Mapping) -> Stream:
+        """Read the DM view as `time` steps of `packet` elements (axes the view lacks are re-read)."""
+        self._expect("fetch")
+        rules.check_fetch(self.time, self.packet, time, packet)
+        return self._next("fetch", time, packet, broadcast=True)
+
+    @user_facing
+    def fetch_cast(self, dtype: DType) -> Stream:
+        self._expect("fetch_cast")
+        rules.check_fetch_cast(self.dtype, dtype)
+        data = cpu.elementwise(lambda v: convert(v, self.dtype, dtype), self.data)
+        return Stream(self.ctx, "fetch_cast", dtype, self.spatial, self.time, self.packet, data)
+
+    @user_facing
+    def collect(self, time: Mapping, packet: Mapping) -> Stream:
+        """Normalise the stream into 32-byte flits: pad the packet, split it at one flit."""
+        self._expect("collect")
+        rules.check_flit_aligned(self.dtype, self.packet, "collect")
+        rules.check_collect(self.dtype, self.time, self.packet, time, packet)
+        return self._next("collect", time, packet, broadcast=False)
+
+    # ---- register files ----
+
+    @user_facing
+    def to_trf(self, lane: Mapping, element: Mapping) -> TrfTensor:
+        """Store into the tensor register file; the lane axes are the outermost time axes."""
+        self._expect("to_trf")
+        _materializable(self.dtype, "to_trf")
+        rules.check_to_trf(self.dtype, self.time, self.packet, lane, element)
+        target = pair(*self.spatial, lane, element)
+        data = cpu.relayout(self.data, self.layout.factors, target.factors, False)
+        return TrfTensor(self.dtype, (*self.spatial, lane, element), data)
+
+    @user_facing
+    def to_vrf(self, element: Mapping) -> VrfTensor:
+        """Store into the vector register file (i32/f32, at most 8 KiB per slice)."""
+        self._expect("to_vrf")
+        target = pair(*self.spatial, element)
+        try:
+            data = cpu.relayout(self.data, self.layout.factors, target.factors, False)
+        except MappingError as error:
+            raise VerifyError("to_vrf-relayout", f"to_vrf: {error}") from None
+        return VrfTensor(self.dtype, (*self.spatial, element), data)
+
+    # ---- compute engines ----
+
+    @user_facing
+    def contract_outer(self, trf: TrfTensor, time: Mapping, packet: Mapping) -> Contraction:
+        """Multiply the stream with a TRF tensor (its Lane axes broadcast the stream)."""
+        from furiosa_opt.lang.contraction import contract_outer
+
+        self._expect("contract_outer")
+        return contract_outer(self, trf, time, packet)
+
+    @user_facing
+    def vector_init(self) -> VectorStream:
+        """Enter the Vector Engine (i32 or f32 streams)."""
+        from furiosa_opt.lang.vector import vector_init
+
+        self._expect("vector_init")
+        return vector_init(self)
+
+    @user_facing
+    def cast(self, dtype: DType, packet: Mapping) -> Stream:
+        """Narrow one flit into one flit (i32 → i4/i8/i16 wrap; f32 → bf16/f8 with hardware rounding)."""
+        self._expect("cast")
+        rules.check_cast(self.dtype, dtype, self.packet, packet)
+        data = cpu.elementwise(lambda v: convert(v, self.dtype, dtype), self.data)
+        return self._next("cast", self.time, packet, broadcast=False, dtype=dtype, data=data)
+
+    # ---- commit ----
+
+    @user_facing
+    def commit_trim(self, packet: Mapping) -> Stream:
+        """Keep the leading 8, 16, 24 or 32 bytes of each flit."""
+        self._expect("commit_trim")
+        _materializable(self.dtype, "commit_trim")
+        rules.check_commit_trim(self.dtype, self.packet, packet)
+        return self._next("commit_trim", self.time, packet, broadcast=False)
+
+    @user_facing
+    def commit_cast(self, dtype: DType = dtypes.bf16) -> Stream:
+        return self._commit_cast(dtype, relu=False)
+
+    @user_facing
+    def commit_cast_relu(self, dtype: DType = dtypes.bf16) -> Stream:
+        return self._commit_cast(dtype, relu=True)
+
+    def _commit_cast(self, dtype: DType, relu: bool) -> Stream:
+        self._expect("commit_cast_relu" if relu else "commit_cast")
+        rules.check_commit_cast(self.packet, self.dtype, dtype)
+        convert_ = dtypes.bf16_from_f32_relu_hw if relu else dtypes.bf16_from_f32_hw
+        data = cpu.elementwise(convert_, self.data)
+        return Stream(self.ctx, "commit_cast", dtype, self.spatial, self.time, self.packet, data)
+
+    @user_facing
+    def commit(self, element: Mapping) -> DmTensor:
+        """Write the stream into a new DM tensor with this element mapping."""
+        self._expect("commit")
+        target = pair(*self.spatial, element)
+        rules.check_commit(self.dtype, self.layout, target, self.packet)
+        data = cpu.relayout(self.data, self.layout.factors, target.factors, False)
+        return DmTensor(self.dtype, (*self.spatial, element), data)
+
+    @user_facing
+    def commit_view(self, view: TensorView) -> None:
+        """Write the stream into the live cells of a DM `view_mut()` (tile holes stay untouched)."""
+        self._expect("commit_view")
+        _expect_writable(view, DmTensor, "commit_view")
+        target = pair(*view.outer, view.element)
+        if view.dtype != self.dtype:
+            raise VerifyError("commit-dtype", f"commit_view: a {self.dtype} stream cannot be written into a "
+                                              f"{view.dtype} tensor")
+        rules.check_commit(self.dtype, self.layout, target, self.packet)
+        data = cpu.relayout(self.data, self.layout.factors, target.factors, False)
+        view.write(DmTensor(self.dtype, (*view.outer, view.element), data), "commit_view")
+
+
+def begin(ctx: TuContext, view: TensorView) -> Stream:
+    """Start a pipeline on a DM view: one time step whose packet is the view's element."""
+    if not isinstance(view, DmTensorView):
+        raise VerifyError("begin-view", f"begin reads a DM tensor's `view()`, got {view!r}")
+    source = view.read()
+    chip, cluster, slice_, element = source.params
+    return Stream(ctx, "begin", view.dtype, (chip, cluster, slice_), m["1"], element, source.data)
+
+
+def _materializable(dtype: DType, what: str) -> None:
+    if not dtype.materializable:
+        raise VerifyError("not-materializable", f"{what}: an {dtype} stream only feeds contract_outer")
+
+
+def convert(values, source: DType, target: DType):
+    """Element conversions of the fetch adapter and the Cast Engine (hardware rounding rules)."""
+    if source == target:
+        return values
+    if not source.is_float and not target.is_float:
+        wide = dtypes.widen_int(values)
+        return wide if target == dtypes.i32 else dtypes.wrap_int(wide, target)
+    wide = values if source == dtypes.f32 else dtypes.to_f32(values, source)
+    return wide if target == dtypes.f32 else dtypes.from_f32(wide, target)

@@ -1,0 +1,470 @@
+"""Tensors on physical buffers: host, HBM, DM, TRF and VRF tensors, their views and their moves.
+
+A tensor is a dtype, one mapping per level of its memory (`HbmTensor[bf16, Chip, Element]` stores the
+pair chain `[Chip, Element]` as one linear buffer in wire order) and the buffer. Every move between
+tensors is a relayout by logical index: destination axes the source lacks are broadcast where the
+route allows it, and every live source cell must be read.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from furiosa_opt import dtypes
+from furiosa_opt.arch import RNGD
+from furiosa_opt.backend import cpu
+from furiosa_opt.diagnostics import VerifyError, user_facing
+from furiosa_opt.dtypes import DType
+from furiosa_opt.lang.context import DmaContext, expect_context
+from furiosa_opt.mapping import Mapping, MappingError, PadKind, m
+from furiosa_opt.mapping.algebra import check_pad, pair, tile_view
+from furiosa_opt.mapping.evaluate import evaluate
+from furiosa_opt.mapping.factors import Comp, SymAtom
+from furiosa_opt.verify import memory as verify_memory
+
+
+class TensorType:
+    """What an annotation such as `HbmTensor[bf16, Chip, m["I, K"]]` names."""
+
+    def __init__(self, cls: type[Tensor], dtype: DType, params: tuple[Mapping, ...]):
+        self.cls, self.dtype, self.params = cls, dtype, params
+
+    def __repr__(self) -> str:
+        inner = ", ".join([self.dtype.name, *(f'm["{p}"]' for p in self.params)])
+        return f"{self.cls.__name__}[{inner}]"
+
+    def mismatch(self, value: object) -> str | None:
+        """Why `value` is not of this type, or None."""
+        if not isinstance(value, self.cls):
+            return f"expected {self!r}, got {type(value).__name__}"
+        if value.dtype != self.dtype:
+            return f"expected dtype {self.dtype}, got {value.dtype}"
+        for level, want, got in zip(self.cls.levels, self.params, value.params, strict=True):
+            if want != got:
+                return f"{level} mapping: expected `{want}`, got `{got}`"
+        return None
+
+
+class Tensor:
+    """Base of the memory tensors: dtype, one mapping per level, and the buffer (wire order)."""
+
+    levels: ClassVar[tuple[str, ...]] = ()
+    kind: ClassVar[str] = ""
+
+    def __init__(self, dtype: DType, params: tuple[Mapping, ...], data: cpu.Buf):
+        self.dtype, self.params, self.data = dtype, tuple(params), data
+        self._validate()
+
+    def __class_getitem__(cls, item: tuple) -> TensorType:
+        item = item if isinstance(item, tuple) else (item,)
+        if len(item) != len(cls.levels) + 1 or not isinstance(item[0], DType):
+            levels = ", ".join(["dtype", *(level.capitalize() for level in cls.levels)])
+            raise TypeError(f"{cls.__name__}[...] takes {levels}")
+        if not all(isinstance(p, Mapping) for p in item[1:]):
+            raise TypeError(f'{cls.__name__}[...] takes mappings after the dtype, e.g. m["A"]')
+        return TensorType(cls, item[0], tuple(item[1:]))
+
+    def _validate(self) -> None:
+        if not self.dtype.materializable:
+            raise VerifyError(
+                "not-materializable", f"{self.dtype} is a stream-only staging type: no {type(self).__name__}"
+            )
+
+    def __getattr__(self, name: str) -> Mapping:
+        levels = type(self).levels
+        if name in levels:
+            return self.params[levels.index(name)]
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+    @property
+    def storage(self) -> Mapping:
+        """The whole buffer's mapping: the levels paired, outermost first."""
+        return pair(*self.params)
+
+    @property
+    def type(self) -> TensorType:
+        return TensorType(type(self), self.dtype, self.params)
+
+    def __repr__(self) -> str:
+        return repr(self.type)
+
+    def values(self) -> np.ndarray:
+        """The physical buffer in wire order (storage dtype, padding zero)."""
+        return self.data.values()
+
+
+def moved(
+    tensor: Tensor, cls: type[Tensor], params: tuple[Mapping, ...], broadcast: bool, what: str
+) -> Tensor:
+    """`tensor` re-laid out as a `cls` tensor with `params`, by logical index."""
+    target = pair(*params)
+    try:
+        data = cpu.relayout(tensor.data, tensor.storage.factors, target.factors, broadcast)
+    except MappingError as error:
+        raise VerifyError("relayout", f"{what}: {error}") from None
+    return cls(tensor.dtype, params, data)
+
+
+# ---- host ------------------------------------------------------------------------------------------
+
+
+def _axis_order(mapping: Mapping) -> list[tuple[str, int]]:
+    """Axes in order of first appearance in the (canonical) mapping, with their sizes."""
+    found: dict[str, int] = {}
+
+    def walk(factors) -> None:
+        for f in factors:
+            if isinstance(f.atom, SymAtom) and f.m > 1:
+                found.setdefault(f.atom.name, f.atom.n)
+            elif isinstance(f.atom, Comp):
+                walk(f.atom.k)
+
+    walk(mapping.factors)
+    return list(found.items())
+
+
+class HostTensor(Tensor):
+    """A tensor in host memory, laid out by one mapping (`HostTensor[bf16, m["I, K"]]`)."""
+
+    levels = ("element",)
+    kind = "host"
+
+    @classmethod
+    @user_facing
+    def from_numpy(cls, array: Any, dtype: DType, mapping: Mapping) -> HostTensor:
+        """`array` has one dimension per axis, in the order the axes first appear in `mapping`."""
+        array = np.asarray(array)
+        order = _axis_order(mapping)
+        shape = tuple(n for _, n in order)
+        if array.shape != shape:
+            names = ", ".join(f"{a}={n}" for a, n in order)
+            raise VerifyError(
+                "host-shape",
+                f"from_numpy: expected shape {shape} ({names}) for `{mapping}`, got {array.shape}",
+            )
+        try:
+            logical = dtypes.from_user(array, dtype)
+        except dtypes.DTypeError as error:
+            raise VerifyError("host-values", f"from_numpy: {error}") from None
+        layout = evaluate(mapping.factors, np.arange(mapping.size, dtype=np.int64))
+        buffer = np.zeros(mapping.size, dtype=dtype.storage)
+        live = layout.live
+        if order:
+            index = tuple(layout.coords[a][live] for a, _ in order)
+            buffer[live] = logical[index]
+        else:
+            buffer[live] = logical.reshape(())
+        return cls(dtype, (mapping,), cpu.fresh(buffer))
+
+    @classmethod
+    @user_facing
+    def rand(cls, dtype: DType, mapping: Mapping, rng: np.random.Generator) -> HostTensor:
+        """Random values at the live cells (upstream's distributions), zero padding."""
+        layout = evaluate(mapping.factors, np.arange(mapping.size, dtype=np.int64))
+        buffer = np.zeros(mapping.size, dtype=dtype.storage)
+        buffer[layout.live] = dtypes.rand(dtype, int(layout.live.sum()), rng)
+        return cls(dtype, (mapping,), cpu.fresh(buffer))
+
+    @classmethod
+    @user_facing
+    def zeros(cls, dtype: DType, mapping: Mapping) -> HostTensor:
+        return cls(dtype, (mapping,), cpu.zeros(dtype.storage, mapping.size))
+
+    @user_facing
+    def to_numpy(self) -> np.ndarray:
+        """One dimension per axis, in the order the axes first appear in the mapping."""
+        mapping = self.params[0]
+        order = _axis_order(mapping)
+        out = np.zeros(tuple(n for _, n in order), dtype=self.dtype.storage)
+        layout = evaluate(mapping.factors, np.arange(mapping.size, dtype=np.int64))
+        live = layout.live
+        values = self.values()[live]
+        if order:
+            out[tuple(layout.coords[a][live] for a, _ in order)] = values
+        elif len(values):
+            out[()] = values[0]
+        return out
+
+    @user_facing
+    def to_hbm(
+        self, pdma: DmaContext, chip: Mapping | None = None, element: Mapping | None = None
+    ) -> HbmTensor:
+        """Upload over PCIe; keeps the host mapping on `chip = m["1"]` unless told otherwise."""
+        expect_context(pdma, ("pdma",), "HostTensor.to_hbm")
+        params = (chip if chip is not None else m["1"], element if element is not None else self.params[0])
+        return moved(self, HbmTensor, params, True, "HostTensor.to_hbm")
+
+
+# ---- HBM and DM -------------------------------------------------------------------------------------
+
+
+class HbmTensor(Tensor):
+    """A tensor in HBM: `HbmTensor[bf16, Chip, Element]`."""
+
+    levels = ("chip", "element")
+    kind = "hbm"
+
+    @classmethod
+    @user_facing
+    def new(cls, dtype: DType, chip: Mapping, element: Mapping) -> HbmTensor:
+        return cls(dtype, (chip, element), cpu.zeros(dtype.storage, chip.size * element.size))
+
+    @user_facing
+    def to_host(self, pdma: DmaContext, element: Mapping | None = None) -> HostTensor:
+        expect_context(pdma, ("pdma",), "HbmTensor.to_host")
+        target = element if element is not None else self.params[1]
+        return moved(self, HostTensor, (target,), True, "HbmTensor.to_host")
+
+    @user_facing
+    def to_hbm(self, dma: DmaContext, element: Mapping) -> HbmTensor:
+        expect_context(dma, ("tdma", "pdma"), "HbmTensor.to_hbm")
+        return moved(self, HbmTensor, (self.params[0], element), True, "HbmTensor.to_hbm")
+
+    @user_facing
+    def to_dm(self, tdma: DmaContext, cluster: Mapping, slice: Mapping, element: Mapping) -> DmTensor:
+        return self.view().to_dm(tdma, cluster, slice, element)
+
+    def view(self) -> HbmTensorView:
+        return HbmTensorView(self, self.params[1], 0)
+
+    def view_mut(self) -> HbmTensorViewMut:
+        return HbmTensorViewMut(self, self.params[1], 0)
+
+    @user_facing
+    def reshape(self, chip: Mapping, element: Mapping) -> HbmTensor:
+        return _reshaped(self, (chip, element))
+
+
+class DmTensor(Tensor):
+    """A tensor in the data memory of the slices: `DmTensor[bf16, Chip, Cluster, Slice, Element]`."""
+
+    levels = ("chip", "cluster", "slice", "element")
+    kind = "dm"
+
+    def _validate(self) -> None:
+        super()._validate()
+        _, cluster, slice_, element = self.params
+        verify_memory.check_spatial(cluster, slice_, "DmTensor")
+        verify_memory.check_capacity(
+            "dm-capacity", "DM", self.dtype, element.size, RNGD.dm_bytes_per_slice, "per slice"
+        )
+
+    @classmethod
+    @user_facing
+    def new(cls, dtype: DType, chip: Mapping, cluster: Mapping, slice: Mapping, element: Mapping) -> DmTensor:
+        count = chip.size * cluster.size * slice.size * element.size
+        return cls(dtype, (chip, cluster, slice, element), cpu.zeros(dtype.storage, count))
+
+    def view(self) -> DmTensorView:
+        return DmTensorView(self, self.params[3], 0)
+
+    def view_mut(self) -> DmTensorViewMut:
+        return DmTensorViewMut(self, self.params[3], 0)
+
+    @user_facing
+    def to_hbm(self, tdma: DmaContext, element: Mapping | None = None) -> HbmTensor:
+        return self.view().to_hbm(tdma, element)
+
+    @user_facing
+    def to_dm(self, tdma: DmaContext, slice: Mapping, element: Mapping) -> DmTensor:
+        return self.view().to_dm(tdma, self.params[1], slice, element)
+
+    @user_facing
+    def reshape(self, chip: Mapping, cluster: Mapping, slice: Mapping, element: Mapping) -> DmTensor:
+        return _reshaped(self, (chip, cluster, slice, element))
+
+
+def _reshaped(tensor: Tensor, params: tuple[Mapping, ...]) -> Tensor:
+    """Relabel the unchanged buffer: every level keeps its size (the caller keeps wire order)."""
+    for level, old, new in zip(type(tensor).levels, tensor.params, params, strict=True):
+        if old.size != new.size:
+            raise VerifyError(
+                "reshape-size",
+                f"reshape: the {level} size must be preserved: `{old}` has {old.size} positions, "
+                f"`{new}` has {new.size}",
+            )
+    return type(tensor)(tensor.dtype, params, tensor.data)
+
+
+class TrfTensor(Tensor):
+    """Tensor register file contents: `TrfTensor[bf16, Chip, Cluster, Slice, Lane, Element]`."""
+
+    levels = ("chip", "cluster", "slice", "lane", "element")
+    kind = "trf"
+
+
+class VrfTensor(Tensor):
+    """Vector register file contents (i32/f32): `VrfTensor[i32, Chip, Cluster, Slice, Element]`."""
+
+    levels = ("chip", "cluster", "slice", "element")
+    kind = "vrf"
+
+    def _validate(self) -> None:
+        super()._validate()
+        if self.dtype not in (dtypes.i32, dtypes.f32):
+            raise VerifyError("vrf-dtype", f"the vector register file holds i32 or f32, not {self.dtype}")
+        verify_memory.check_capacity(
+            "vrf-capacity", "VRF", self.dtype, self.params[3].size, RNGD.vrf_bytes_per_slice, "per slice"
+        )
+
+
+# ---- views ------------------------------------------------------------------------------------------
+
+
+class TensorView:
+    """A window on an HBM or DM tensor's element level: cell p of each element block reads or
+    writes base position `window + p`. `tile` narrows the live cells; `pad`/`unpad` re-declare them."""
+
+    writable: ClassVar[bool] = False
+
+    def __init__(self, base: HbmTensor | DmTensor, element: Mapping, window: int):
+        self.base, self.element, self.window = base, element, window
+
+    def __repr__(self) -> str:
+        return f'{type(self).__name__}(element=m["{self.element}"], window={self.window}, base={self.base!r})'
+
+    @property
+    def dtype(self) -> DType:
+        return self.base.dtype
+
+    @property
+    def outer(self) -> tuple[Mapping, ...]:
+        """The spatial levels, shared with the base tensor."""
+        return self.base.params[:-1]
+
+    @property
+    def _blocks(self) -> tuple[int, int]:
+        return math.prod(p.size for p in self.outer), self.base.params[-1].size
+
+    @user_facing
+    def tile(self, start: int, index: Mapping, length: int, element: Mapping | None = None) -> TensorView:
+        """Keep `length` positions of the digit `index`, from position `start` of it; `element`, if
+        given, is checked against the resulting view type."""
+        hole = PadKind.BOTTOM if self.writable else PadKind.TOP
+        try:
+            view = tile_view(self.element, index, length, hole)
+        except MappingError as error:
+            raise VerifyError("tile-split", str(error)) from None
+        if element is not None and element != view:
+            raise VerifyError(
+                "tile-view",
+                f"tile: the split produces `{view.canonical()}`, but the requested view type is `{element}`",
+            )
+        cell = index.cell(start)
+        if cell.kind != "index":
+            kind = "Bottom" if self.writable else "Top"
+            raise VerifyError("tile-start", f"tile start {start} maps to {kind} padding of `{index}`")
+        shift = self._shift(cell.index)
+        return type(self)(self.base, element if element is not None else view, self.window + shift)
+
+    def _shift(self, offset: dict[str, int]) -> int:
+        """Element positions between the current window and the cell holding `offset` more."""
+        from furiosa_opt.mapping.relayout import position_of
+
+        coords = {name: np.array([value]) for name, value in offset.items()}
+        return int(position_of(self.element.factors, coords, (1,))[0])
+
+    @user_facing
+    def pad(self, element: Mapping) -> TensorView:
+        try:
+            check_pad(self.element, element)
+        except MappingError as error:
+            raise VerifyError("pad-view", str(error)) from None
+        return type(self)(self.base, element, self.window)
+
+    @user_facing
+    def unpad(self, element: Mapping) -> TensorView:
+        try:
+            check_pad(element, self.element)
+        except MappingError as error:
+            raise VerifyError("unpad-view", str(error)) from None
+        return type(self)(self.base, element, self.window)
+
+    def read(self) -> Tensor:
+        """The cells this view sees, as a tensor of the base's kind with the view's element."""
+        outer, element = self._blocks
+        try:
+            data = cpu.window_read(self.base.data, outer, element, self.window, self.element.factors)
+        except IndexError as error:
+            raise VerifyError(
+                "view-bounds", f"the view `{self.element}` at window {self.window}: {error}"
+            ) from None
+        return type(self.base)(self.dtype, (*self.outer, self.element), data)
+
+    def write(self, source: Tensor, what: str) -> None:
+        """Store `source` (laid out as [outer levels, view element]) into the live cells of the view."""
+        outer, element = self._blocks
+        owned = self.base.values().copy()
+        try:
+            cpu.window_write(owned, outer, element, self.window, self.element.factors, source.data)
+        except IndexError as error:
+            raise VerifyError("view-bounds", f"{what}: the view `{self.element}`: {error}") from None
+        self.base.data = cpu.fresh(owned)
+
+    # ---- moves out of a view (reads) ----
+
+    @user_facing
+    def to_dm(self, tdma: DmaContext, cluster: Mapping, slice: Mapping, element: Mapping) -> DmTensor:
+        """HBM → DM (or DM → DM with unchanged chip/cluster/slice sizes), checked for DMA alignment."""
+        expect_context(tdma, ("tdma",), f"{type(self.base).__name__}.to_dm")
+        source = self.read()
+        what = f"{type(self.base).__name__}.to_dm"
+        if isinstance(self.base, DmTensor):
+            verify_memory.check_sizes_preserved(self.outer[1:], (cluster, slice), what)
+        verify_memory.check_dma_layout(
+            source.params[-1], element, self.dtype, RNGD.dma_sram_write_align, what
+        )
+        return moved(source, DmTensor, (self.outer[0], cluster, slice, element), True, what)
+
+    @user_facing
+    def to_hbm(self, dma: DmaContext, element: Mapping | None = None) -> HbmTensor:
+        allowed = ("tdma",) if isinstance(self.base, DmTensor) else ("tdma", "pdma")
+        what = f"{type(self.base).__name__}.to_hbm"
+        expect_context(dma, allowed, what)
+        target = element if element is not None else self.element
+        return moved(self.read(), HbmTensor, (self.outer[0], target), True, what)
+
+    @user_facing
+    def to_dm_view(self, tdma: DmaContext, destination: TensorView) -> None:
+        expect_context(tdma, ("tdma",), "to_dm_view")
+        _expect_writable(destination, DmTensor, "to_dm_view")
+        source = self.read()
+        verify_memory.check_dma_layout(
+            source.params[-1], destination.element, self.dtype, RNGD.dma_sram_write_align, "to_dm_view"
+        )
+        destination.write(
+            moved(source, DmTensor, (*destination.outer, destination.element), True, "to_dm_view"),
+            "to_dm_view",
+        )
+
+    @user_facing
+    def to_hbm_view(self, dma: DmaContext, destination: TensorView) -> None:
+        expect_context(dma, ("tdma", "pdma"), "to_hbm_view")
+        _expect_writable(destination, HbmTensor, "to_hbm_view")
+        source = self.read()
+        target = moved(source, HbmTensor, (*destination.outer, destination.element), True, "to_hbm_view")
+        destination.write(target, "to_hbm_view")
+
+
+def _expect_writable(view: object, kind: type[Tensor], what: str) -> None:
+    if not isinstance(view, TensorView) or not view.writable or not isinstance(view.base, kind):
+        raise VerifyError("view-mut", f"{what} writes into a `{kind.__name__}.view_mut()`, got {view!r}")
+
+
+class HbmTensorView(TensorView):
+    pass
+
+
+class HbmTensorViewMut(TensorView):
+    writable = True
+
+
+class DmTensorView(TensorView):
+    pass
+
+
+class DmTensorViewMut(TensorView):
+    writable = True

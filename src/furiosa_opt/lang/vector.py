@@ -1,0 +1,170 @@
+"""The Vector Engine's intra-slice chain: tag → logic → fxp → fxp_to_fp → narrow → fp → widen →
+fp_to_fxp → clip, each stage usable in that order, each ALU once per pass.
+
+Elementwise ops run on every physical cell, padding included, like upstream's CPU backend; operands
+are constants or VRF tensors broadcast into the stream's layout.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from furiosa_opt import dtypes
+from furiosa_opt.backend import cpu
+from furiosa_opt.backend import cpu_vector as ops
+from furiosa_opt.diagnostics import VerifyError, user_facing
+from furiosa_opt.dtypes import DType
+from furiosa_opt.lang.stream import Stream
+from furiosa_opt.lang.tensors import VrfTensor
+from furiosa_opt.lang.vector_ops import BinaryArgMode, TagMode, alu_of, scalar_dtype
+from furiosa_opt.mapping import Mapping, MappingError
+from furiosa_opt.mapping.algebra import pair
+from furiosa_opt.verify import vector as rules
+
+
+class VectorStream:
+    """A stream inside the Vector Engine, with its tags, stage, way and the ALUs it has used."""
+
+    def __init__(self, stream: Stream, tags: cpu.Buf, stage: str, way: int, used: frozenset):
+        self.stream, self.tags, self.stage, self.way, self.used = stream, tags, stage, way, used
+
+    def __repr__(self) -> str:
+        return f"VectorStream({self.stage}, Way{self.way}, {self.stream!r})"
+
+    @property
+    def dtype(self) -> DType:
+        return self.stream.dtype
+
+    def _with(self, stage: str, data: cpu.Buf, dtype: DType | None = None, alu=None, way: int | None = None,
+              time: Mapping | None = None, packet: Mapping | None = None, tags: cpu.Buf | None = None) -> VectorStream:  # fmt: skip
+        s = self.stream
+        stream = Stream(s.ctx, "vector", dtype or s.dtype, s.spatial, time or s.time, packet or s.packet, data)
+        used = self.used | {alu} if alu is not None else self.used
+        return VectorStream(stream, tags if tags is not None else self.tags, stage, way or self.way, used)
+
+    def _operand(self, operand: object, method: str) -> np.ndarray:
+        """A constant, or a VRF tensor broadcast into the stream's layout."""
+        if isinstance(operand, VrfTensor):
+            if operand.dtype != self.dtype:
+                raise VerifyError("vector-operand", f"`{method}`: a {operand.dtype} VRF operand on a {self.dtype} "
+                                                    "stream")
+            try:
+                moved = cpu.relayout(operand.data, operand.storage.factors, self.stream.layout.factors, True)
+            except MappingError as error:
+                raise VerifyError("vector-operand", f"`{method}`: the VRF operand does not fit the stream: "
+                                                    f"{error}") from None
+            return moved.values()
+        if isinstance(operand, bool) or not isinstance(operand, int | float):
+            raise VerifyError("vector-operand", f"`{method}` takes a constant or a VrfTensor, got {operand!r}")
+        if self.dtype == dtypes.i32 and not isinstance(operand, int):
+            raise VerifyError("vector-operand", f"`{method}`: an i32 stream takes an int constant, got {operand!r}")
+        return np.full(len(self.stream.data), operand, dtype=self.dtype.storage)
+
+    def _binary(self, method: str, stage: str, op, operand: object, mode, compute) -> VectorStream:
+        rules.check_stage(self.stage, self.way, method, stage)
+        rules.check_scalar(self.dtype, scalar_dtype(op), method)
+        alu = alu_of(op)
+        rules.check_alu(alu, self.used, method)
+        values = self._operand(operand, method)
+        lhs, rhs = ops.apply_arg_mode(mode, self.stream.data.values(), values)
+        with np.errstate(all="ignore"):
+            return self._with(stage, cpu.fresh(compute(op, lhs, rhs)), alu=alu)
+
+    # ---- the chain ----
+
+    @user_facing
+    def vector_intra_slice_tag(self, mode: TagMode = TagMode.Zero) -> VectorStream:
+        rules.check_stage(self.stage, self.way, "vector_intra_slice_tag", "tag")
+        rules.check_tag_packet(self.stream.packet)
+        tags = cpu.fresh(ops.comparison_tags(mode, self.stream.data.values()))
+        return self._with("tag", self.stream.data, tags=tags)
+
+    @user_facing
+    def vector_logic(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
+        return self._binary("vector_logic", "logic", op, operand, mode, ops.logic)
+
+    @user_facing
+    def vector_fxp(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
+        """Fixed-point/integer op on an i32 stream (`FxpBinaryOp.AddFxp`, `MulInt`, …)."""
+        return self._binary("vector_fxp", "fxp", op, operand, mode, ops.fxp)
+
+    @user_facing
+    def vector_fxp_to_fp(self, int_width: int) -> VectorStream:
+        rules.check_stage(self.stage, self.way, "vector_fxp_to_fp", "fxp_to_fp")
+        rules.check_scalar(self.dtype, dtypes.i32, "vector_fxp_to_fp")
+        data = cpu.fresh(dtypes.fxp_to_fp(self.stream.data.values(), int_width))
+        return self._with("fxp_to_fp", data, dtype=dtypes.f32)
+
+    @user_facing
+    def vector_narrow_split(self, time: Mapping, packet: Mapping) -> VectorStream:
+        """Split each 8-element flit into two 4-element steps (Way8 → Way4)."""
+        rules.check_stage(self.stage, self.way, "vector_narrow_split", "narrow")
+        rules.check_narrow_split(self.stream.time, self.stream.packet, time, packet)
+        return self._relaid("narrow", time, packet, way=4)
+
+    @user_facing
+    def vector_narrow_trim(self, packet: Mapping) -> VectorStream:
+        """Drop the back four (dummy) lanes of each flit (Way8 → Way4)."""
+        rules.check_stage(self.stage, self.way, "vector_narrow_trim", "narrow")
+        rules.check_narrow_trim(self.stream.packet, packet)
+        return self._relaid("narrow", self.stream.time, packet, way=4)
+
+    @user_facing
+    def vector_fp_unary(self, op) -> VectorStream:
+        rules.check_stage(self.stage, self.way, "vector_fp_unary", "fp")
+        rules.check_scalar(self.dtype, dtypes.f32, "vector_fp_unary")
+        alu = alu_of(op)
+        rules.check_alu(alu, self.used, "vector_fp_unary")
+        return self._with("fp", cpu.fresh(ops.fp_unary(op, self.stream.data.values())), alu=alu)
+
+    @user_facing
+    def vector_fp_binary(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
+        """Float op on an f32 Way4 stream (`FpBinaryOp.AddF`, `MulF(FpMulAlu.Mul0)`, …)."""
+        return self._binary("vector_fp_binary", "fp", op, operand, mode, ops.fp_binary)
+
+    @user_facing
+    def vector_widen_concat(self, time: Mapping, packet: Mapping) -> VectorStream:
+        """Join two 4-element steps into one flit (Way4 → Way8)."""
+        rules.check_stage(self.stage, self.way, "vector_widen_concat", "widen")
+        rules.check_widen_concat(self.stream.time, self.stream.packet, time, packet)
+        return self._relaid("widen", time, packet, way=8)
+
+    @user_facing
+    def vector_widen_pad(self, packet: Mapping) -> VectorStream:
+        """Pad each 4-element step back to a flit (Way4 → Way8)."""
+        rules.check_stage(self.stage, self.way, "vector_widen_pad", "widen")
+        rules.check_widen_pad(self.stream.packet, packet)
+        return self._relaid("widen", self.stream.time, packet, way=8)
+
+    @user_facing
+    def vector_fp_to_fxp(self, int_width: int) -> VectorStream:
+        rules.check_stage(self.stage, self.way, "vector_fp_to_fxp", "fp_to_fxp")
+        rules.check_scalar(self.dtype, dtypes.f32, "vector_fp_to_fxp")
+        data = cpu.fresh(dtypes.fp_to_fxp(self.stream.data.values(), int_width))
+        return self._with("fp_to_fxp", data, dtype=dtypes.i32)
+
+    @user_facing
+    def vector_clip(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
+        return self._binary("vector_clip", "clip", op, operand, mode, ops.clip)
+
+    @user_facing
+    def vector_final(self) -> Stream:
+        """Leave the Vector Engine (in Way8)."""
+        if self.way != 8:
+            raise VerifyError("vector-way", "vector_final needs a Way8 stream; widen it first",
+                              notes=("vector_widen_concat / vector_widen_pad",))
+        s = self.stream
+        return Stream(s.ctx, "vector_final", s.dtype, s.spatial, s.time, s.packet, s.data)
+
+    def _relaid(self, stage: str, time: Mapping, packet: Mapping, way: int) -> VectorStream:
+        s = self.stream
+        source, target = s.layout.factors, pair(*s.spatial, time, packet).factors
+        data = cpu.relayout(s.data, source, target, False)
+        tags = cpu.relayout(self.tags, source, target, False)
+        return self._with(stage, data, way=way, time=time, packet=packet, tags=tags)
+
+
+def vector_init(stream: Stream) -> VectorStream:
+    rules.check_entry(stream.dtype)
+    tags = cpu.zeros(np.dtype(np.uint8), len(stream.data))
+    return VectorStream(stream, tags, "init", 8, frozenset())

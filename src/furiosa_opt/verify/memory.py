@@ -1,0 +1,60 @@
+"""Rules on memory tensors and moves: spatial sizes, capacities, preserved sizes, DMA alignment."""
+
+from __future__ import annotations
+
+from furiosa_opt.arch import RNGD
+from furiosa_opt.diagnostics import VerifyError
+from furiosa_opt.dtypes import DType
+from furiosa_opt.mapping import Mapping
+from furiosa_opt.mapping.algebra import dma_tails
+
+
+def check_spatial(cluster: Mapping, slice_: Mapping, what: str) -> None:
+    """Cluster and Slice sizes every DM tensor and stream stage must have (constraints.rs)."""
+    if cluster.size not in RNGD.cluster_sizes:
+        raise VerifyError(
+            "cluster-size",
+            f"{what}: Cluster size must be 1 or 2, got {cluster.size} (`{cluster}`)",
+            notes=('pad a single cluster with `m["1 # 2"]`',),
+        )
+    if slice_.size not in RNGD.slice_sizes:
+        sizes = " | ".join(map(str, RNGD.slice_sizes))
+        raise VerifyError(
+            "slice-size",
+            f"{what}: Slice size must be one of {sizes}, got {slice_.size} (`{slice_}`)",
+            notes=('pad the slice mapping, e.g. `m["A / 8 # 256"]`',),
+        )
+
+
+def check_capacity(rule: str, memory: str, dtype: DType, count: int, limit: int, unit: str) -> None:
+    used = dtype.nbytes(count)
+    if used > limit:
+        raise VerifyError(
+            rule,
+            f"{memory} data must fit the {memory} ({limit} bytes {unit}): {count} × {dtype} = {used} bytes",
+        )
+
+
+def check_sizes_preserved(old: tuple[Mapping, ...], new: tuple[Mapping, ...], what: str) -> None:
+    for level, a, b in zip(("Cluster", "Slice"), old, new, strict=True):
+        if a.size != b.size:
+            raise VerifyError(
+                "size-preserved",
+                f"{what}: {level} size must be preserved: `{a}` has {a.size} positions, `{b}` has {b.size}",
+            )
+
+
+def check_dma_layout(src: Mapping, dst: Mapping, dtype: DType, min_align: int, what: str) -> None:
+    """The DMA burst both element layouts share must end on a `min_align`-byte boundary."""
+    _, packet, _ = dma_tails(src, dst)
+    tail = dtype.nbytes(packet)
+    if tail % min_align:
+        raise VerifyError(
+            "dma-tail-alignment",
+            f"{what}: DMA tail alignment violation: reachable destination tail end is not aligned to "
+            f"{min_align} bytes: the innermost run `{src}` → `{dst}` shares is {packet} elements = {tail} bytes",
+            notes=(
+                "keep the innermost axis contiguous on both sides, or pad it to a multiple of "
+                f"{min_align} bytes",
+            ),
+        )

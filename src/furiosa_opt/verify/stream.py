@@ -1,0 +1,171 @@
+"""Rules of the Tensor Unit stream stages outside the contraction and vector engines: fetch, fetch
+adapter, collect, register-file stores, cast and the commit path (upstream `verify/engine/*`)."""
+
+from __future__ import annotations
+
+from furiosa_opt import dtypes
+from furiosa_opt.arch import RNGD
+from furiosa_opt.diagnostics import VerifyError
+from furiosa_opt.dtypes import DType
+from furiosa_opt.mapping import Mapping
+from furiosa_opt.mapping.algebra import is_resize_of, padded, pair, split_at
+from furiosa_opt.mapping.relayout import RelayoutError, check_relayout
+
+# (input, output) pairs each converting stage accepts (spec/mapping.md §6 "legal conversions per stage").
+FETCH_CASTS = {
+    ("i4", "i32"), ("i8", "i32"), ("i16", "i32"), ("f8e4m3", "f32"), ("f8e5m2", "f32"), ("bf16", "f32"),
+    ("f32", "bf16"),
+}  # fmt: skip
+ENGINE_CASTS = {("i32", "i4"), ("i32", "i8"), ("i32", "i16"), ("f32", "f8e4m3"), ("f32", "f8e5m2"), ("f32", "bf16")}
+
+
+def _show(mapping: Mapping) -> str:
+    return f"`{mapping}`"
+
+
+def check_flit_aligned(dtype: DType, packet: Mapping, what: str) -> None:
+    """Fetch and Switch packets are read 8 bytes at a time."""
+    size = dtype.nbytes(packet.size)
+    if size % RNGD.packet_align_bytes:
+        raise VerifyError(
+            "packet-alignment",
+            f"{what}: Packet size must be {RNGD.packet_align_bytes}-byte aligned: {_show(packet)} is "
+            f"{packet.size} × {dtype} = {size} bytes",
+        )
+
+
+def check_fetch(time: Mapping, packet: Mapping, out_time: Mapping, out_packet: Mapping) -> None:
+    """The fetch sequencer must read every live DM cell and place every output axis."""
+    try:
+        check_relayout(pair(time, packet).factors, pair(out_time, out_packet).factors, True)
+    except RelayoutError as error:
+        if error.reason == "unread":
+            raise VerifyError(
+                "fetch-unread",
+                f"Fetch: a live input axis is left unread (Time {_show(time)}, Packet {_show(packet)} → "
+                f"Time {_show(out_time)}, Packet {_show(out_packet)}): {error}",
+            ) from None
+        raise VerifyError("fetch-unreadable", f"Fetch: cannot read an output axis from DM: {error}") from None
+
+
+def check_fetch_cast(source: DType, target: DType) -> None:
+    if (source.name, target.name) not in FETCH_CASTS and source != target:
+        legal = ", ".join(f"{a}→{b}" for a, b in sorted(FETCH_CASTS))
+        raise VerifyError("fetch-cast", f"fetch_cast: {source} → {target} is not a fetch adapter conversion "
+                                        f"(legal: identity, {legal})")
+
+
+def check_collect(dtype: DType, time: Mapping, packet: Mapping, time2: Mapping, packet2: Mapping) -> None:
+    """Pad the packet to whole flits, split at one flit: the inner flit is the packet, the flit count
+    goes innermost in time."""
+    flit = RNGD.flit_bytes * 8 // dtype.bits
+    if dtype.nbytes(packet2.size) != RNGD.flit_bytes:
+        raise VerifyError(
+            "collect-flit",
+            f"Collect output packet must be exactly {RNGD.flit_bytes} bytes (one flit): {_show(packet2)} is "
+            f"{packet2.size} × {dtype} = {dtype.nbytes(packet2.size)} bytes",
+        )
+    aligned = -(-packet.size // flit) * flit
+    outer, inner = split_at(padded(packet, aligned), flit)
+    if inner != packet2:
+        raise VerifyError(
+            "collect-packet-mismatch", f"Collect packet mismatch. Expected: {_show(inner)}, got: {_show(packet2)}"
+        )
+    expected_time = pair(time, outer)
+    if expected_time != time2:
+        raise VerifyError(
+            "collect-time-mismatch",
+            f"Collect time mismatch. Expected: {_show(expected_time)}, got: {_show(time2)}",
+        )
+
+
+def check_to_trf(dtype: DType, time: Mapping, packet: Mapping, lane: Mapping, element: Mapping) -> None:
+    """The lane axes are the outermost time axes; the rest of time and the packet make the element."""
+    if lane.size not in RNGD.lane_sizes:
+        raise VerifyError("trf-lane-size", f"to_trf: Lane::SIZE must be 1, 2, 4, or 8, got {lane.size}")
+    total = dtype.nbytes(lane.size * element.size)
+    if total > RNGD.trf_capacity_bytes:
+        raise VerifyError(
+            "trf-capacity",
+            f"TRF data ({total} bytes = {lane.size} lanes x {dtype.nbytes(element.size)} bytes) exceeds "
+            f"register file capacity ({RNGD.trf_capacity_bytes} bytes)",
+        )
+    if time.size % lane.size:
+        raise VerifyError(
+            "trf-lane-time", f"to_trf: Lane::SIZE ({lane.size}) does not divide Time::SIZE ({time.size})"
+        )
+    time_outer, time_inner = split_at(time, time.size // lane.size)
+    if time_outer != lane:
+        raise VerifyError(
+            "trf-lane-mismatch",
+            f"`to_trf` lane mismatch: time_outer != Lane: {_show(time_outer)} != {_show(lane)}",
+            notes=("the Lane axes must be the outermost Time axes",),
+        )
+    expected = pair(time_inner, packet)
+    if expected != element:
+        raise VerifyError(
+            "trf-element-mismatch",
+            f"`to_trf` element mismatch: [time_inner, Packet] != Element: {_show(expected)} != {_show(element)}",
+        )
+
+
+def check_cast(source: DType, target: DType, packet: Mapping, out_packet: Mapping) -> None:
+    """The Cast Engine narrows one flit into one flit: `OutPacket == Packet # (32 B / out element)`."""
+    if (source.name, target.name) not in ENGINE_CASTS:
+        legal = ", ".join(f"{a}→{b}" for a, b in sorted(ENGINE_CASTS))
+        raise VerifyError("cast-types", f"cast: {source} → {target} is not a Cast Engine conversion ({legal})")
+    if source.nbytes(packet.size) != RNGD.flit_bytes:
+        raise VerifyError(
+            "cast-input-flit",
+            f"Cast input packet must be exactly {RNGD.flit_bytes} bytes (one flit): {packet.size} elements = "
+            f"{source.nbytes(packet.size)} bytes",
+        )
+    if target.nbytes(out_packet.size) != RNGD.flit_bytes:
+        raise VerifyError("cast-output-flit", f"Cast output packet must be exactly {RNGD.flit_bytes} bytes "
+                                              f"(one flit): {_show(out_packet)} holds {out_packet.size} × {target}")
+    expected = padded(packet, RNGD.flit_bytes * 8 // target.bits)
+    if expected != out_packet:
+        raise VerifyError(
+            "cast-packet-mismatch", f"Cast packet mismatch. Expected: {_show(expected)}, got: {_show(out_packet)}"
+        )
+
+
+def check_commit_trim(dtype: DType, packet: Mapping, out_packet: Mapping) -> None:
+    size = dtype.nbytes(out_packet.size)
+    if size not in RNGD.commit_packet_bytes:
+        raise VerifyError(
+            "commit-trim-width",
+            f"commit_trim output packet must be one of {list(RNGD.commit_packet_bytes)} bytes, got {size}",
+        )
+    if not is_resize_of(out_packet, packet):
+        raise VerifyError(
+            "commit-trim-mismatch",
+            f"commit_trim packet mismatch. Expected {_show(packet)} or a trimming of it, got {_show(out_packet)}",
+        )
+
+
+def check_commit_cast(packet: Mapping, source: DType, target: DType) -> None:
+    if (source, target) != (dtypes.f32, dtypes.bf16):
+        raise VerifyError("commit-cast-types", f"commit_cast converts f32 → bf16 only, not {source} → {target}")
+    unit = RNGD.commit_base_bytes * (source.bits // target.bits)
+    size = source.nbytes(packet.size)
+    if size % unit:
+        legal = [n for n in RNGD.commit_packet_bytes if n % unit == 0]
+        raise VerifyError("commit-cast-width", f"commit_cast input packet is {size} B, not a multiple of {unit} B; "
+                                               f"re-trim it to one of {legal} B")
+
+
+def check_commit(dtype: DType, stream: Mapping, element: Mapping, packet: Mapping) -> None:
+    """Every stream cell lands on a distinct DM cell and every DM cell of the element is written."""
+    size = dtype.nbytes(packet.size)
+    if size not in RNGD.commit_packet_bytes:
+        raise VerifyError(
+            "commit-packet",
+            f"Commit: input packet must be one of {list(RNGD.commit_packet_bytes)} bytes, got {size}",
+        )
+    try:
+        check_relayout(stream.factors, element.factors, False)
+    except RelayoutError as error:
+        if error.reason == "broadcast":
+            raise VerifyError("commit-unwritten", f"Commit: a DM cell is left unwritten: {error}") from None
+        raise VerifyError("commit-unwritable", f"Commit: cannot write an input axis into DM: {error}") from None
