@@ -418,9 +418,7 @@ def test_f8e5m2_subnormal_quirk():
 
 def test_f8e5m2_decode():
     got = bits_of(
-        dt.f32_from_f8e5m2(
-            np.array([0x7C, 0xFC, 0x7D, 0x7E, 0x7F, 0xFD, 0x01, 0x83, 0x3C, 0x7B, 0x80], dtype=np.uint8)
-        )
+        dt.f32_from_f8e5m2(np.array([0x7C, 0xFC, 0x7D, 0x7E, 0x7F, 0xFD, 0x01, 0x83, 0x3C, 0x7B, 0x80], dtype=np.uint8))
     )
     assert got == [
         0x7F800000, 0xFF800000, 0x7FC00000, 0x7FC00000, 0x7FC00000, 0xFFC00000, 0x37800000,
@@ -477,9 +475,7 @@ def test_f4e2m1_decode():
     ]  # fmt: skip
     got = dt.f32_from_f4e2m1(codes)
     assert got.tolist() == F4E2M1_VALUES and bits_of(got)[8] == 0x80000000
-    assert bits_of(dt.f32_from_f4e2m1(np.array([0xF2], dtype=np.uint8))) == [
-        0x3F800000
-    ]  # high nibble ignored
+    assert bits_of(dt.f32_from_f4e2m1(np.array([0xF2], dtype=np.uint8))) == [0x3F800000]  # high nibble ignored
 
 
 def test_f4e2m1_against_reference():

@@ -670,9 +670,7 @@ def test_fma_random_and_special():
     got = cv.fma_f32(a, b, c)
     assert_f32_bits(got, [FMAF(x, y, z) for x, y, z in zip(a.tolist(), b.tolist(), c.tolist(), strict=True)])
     finite = np.isfinite(a) & np.isfinite(b) & np.isfinite(c)
-    for x, y, z, g in zip(
-        a[finite][:500].tolist(), b[finite].tolist(), c[finite].tolist(), got[finite], strict=False
-    ):
+    for x, y, z, g in zip(a[finite][:500].tolist(), b[finite].tolist(), c[finite].tolist(), got[finite], strict=False):
         exact = Fraction(x) * Fraction(y) + Fraction(z)
         if exact != 0:
             assert float(g) == round_f32(exact), (x, y, z)

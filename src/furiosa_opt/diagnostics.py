@@ -56,9 +56,7 @@ class VerifyError(FuriosaOptError):
     `rule` is a stable kebab-case code (`collect-packet-mismatch`), `message` says what is wrong in the
     user's terms, `notes` add help lines; `location` is the user's line that asked for it."""
 
-    def __init__(
-        self, rule: str, message: str, notes: tuple[str, ...] = (), location: Location | None = None
-    ):
+    def __init__(self, rule: str, message: str, notes: tuple[str, ...] = (), location: Location | None = None):
         self.rule, self.message, self.notes = rule, message, tuple(notes)
         self.location = location or user_location(2)
         super().__init__(self.render())

@@ -98,9 +98,7 @@ def _raw_bits(x, dtype: DType) -> np.ndarray:
     arr = np.asarray(x)
     raw = np.dtype(f"u{dtype.storage.itemsize}")
     if arr.dtype not in (dtype.storage, raw):
-        raise DTypeError(
-            f"expected a {dtype.name} array ({dtype.storage}) or raw {raw} codes, got {arr.dtype}"
-        )
+        raise DTypeError(f"expected a {dtype.name} array ({dtype.storage}) or raw {raw} codes, got {arr.dtype}")
     return arr.view(raw).astype(np.int64)
 
 

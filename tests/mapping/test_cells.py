@@ -66,9 +66,7 @@ def test_pair_rows_and_identity():  # §4.4
     assert idx(rows.cell(519)) == {"A": 1, "B": 7}
     assert rows.cell(4096).kind == "oob"
     for position in range(0, 4096, 37):
-        assert idx(rows.cell(position)) == {
-            k: v for k, v in {"A": position // 512, "B": position % 512}.items() if v
-        }
+        assert idx(rows.cell(position)) == {k: v for k, v in {"A": position // 512, "B": position % 512}.items() if v}
     assert idx(m["1"].cell(0)) == {}
     assert m["1"].cell(1).kind == "oob"
 

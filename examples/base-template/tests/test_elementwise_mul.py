@@ -1,5 +1,4 @@
 import numpy as np
-
 from base_template.elementwise_mul import run
 
 

@@ -123,9 +123,7 @@ class ContractionPlan:
 
 
 @lru_cache(maxsize=64)
-def contraction_plan(
-    lhs_map: Factors, rhs_map: Factors, pre_reduce: Factors, out: Factors
-) -> ContractionPlan:
+def contraction_plan(lhs_map: Factors, rhs_map: Factors, pre_reduce: Factors, out: Factors) -> ContractionPlan:
     """For each output cell, the operand positions of its contributions in `pre_reduce` wire order."""
     total = size(pre_reduce)
     outs, lhs, rhs = [], [], []

@@ -307,8 +307,7 @@ def fp_unary(op: FpUnaryOp, a) -> np.ndarray:
                 return _libm_map(_COSF, x)
             case _:
                 raise NotImplementedError(
-                    "FpUnaryOp.Erf is not implemented by the upstream CPU backend either "
-                    "(semantics.rs: todo!)"
+                    "FpUnaryOp.Erf is not implemented by the upstream CPU backend either (semantics.rs: todo!)"
                 )
 
 

@@ -71,10 +71,10 @@ class Contraction:
         stream = p.stream
         reduced = pair(*stream.spatial, lane, p.time2, p.packet2)
         pre_reduce = pair(*stream.spatial, lane, p.time, p.packet)
-        plan = cpu.contraction_plan(stream.layout.factors, p.trf.storage.factors, pre_reduce.factors,
-                                    reduced.factors)  # fmt: skip
-        values = cpu.contract(stream.data, p.trf.data, plan, reduced.size, _widener(p.acc, stream.dtype, p.trf.dtype),
-                              p.acc.storage)  # fmt: skip
+        plan = cpu.contraction_plan(stream.layout.factors, p.trf.storage.factors, pre_reduce.factors, reduced.factors)
+        values = cpu.contract(
+            stream.data, p.trf.data, plan, reduced.size, _widener(p.acc, stream.dtype, p.trf.dtype), p.acc.storage
+        )
         out = pair(*stream.spatial, time, packet)
         folded = cpu.relayout(values, reduced.factors, out.factors, False)
         return Stream(stream.ctx, "contract_lane", p.acc, stream.spatial, time, packet, folded)
@@ -85,8 +85,10 @@ def contract_outer(stream: Stream, trf: TrfTensor, time: Mapping, packet: Mappin
         raise VerifyError("contraction-trf", f"contract_outer multiplies with a TrfTensor, got {trf!r}")
     for level, a, b in zip(("chip", "cluster", "slice"), stream.spatial, trf.params, strict=False):
         if a != b:
-            raise VerifyError("contraction-spatial", f"contract_outer: the TRF tensor's {level} mapping `{b}` "
-                                                     f"differs from the stream's `{a}`")
+            raise VerifyError(
+                "contraction-spatial",
+                f"contract_outer: the TRF tensor's {level} mapping `{b}` differs from the stream's `{a}`",
+            )
     acc = rules.accumulator(stream.dtype, trf.dtype)
     rules.check_stream_adapter(stream.dtype, trf.params[3], stream.time, stream.packet, time, packet)
     return Contraction(_Pending(stream, trf, acc, time, packet), "contract_outer")
@@ -98,6 +100,8 @@ def _widener(acc: DType, *operands: DType):
         return dtypes.widen_int
     sources = set(operands)
     if len(sources) != 1:
-        raise VerifyError("contraction-operands", f"float operands must share one type, got {sorted(map(str, sources))}")
+        raise VerifyError(
+            "contraction-operands", f"float operands must share one type, got {sorted(map(str, sources))}"
+        )
     (source,) = sources
     return lambda values: dtypes.to_f32(values, source)

@@ -47,8 +47,10 @@ class DeviceFunction:
         return f"<device function {self.identity} (chip={self.device.chip}, pe={self.device.pe})>"
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise VerifyError("device-call", f"`{self.identity}` is a device function: run it with "
-                                         f"`launch({self.__name__}, ctx, ...)`")
+        raise VerifyError(
+            "device-call",
+            f"`{self.identity}` is a device function: run it with `launch({self.__name__}, ctx, ...)`",
+        )
 
     @property
     def parameters(self) -> list[Parameter]:
@@ -70,8 +72,11 @@ def _read_signature(fn: Callable, where: Location) -> tuple[list[Parameter], tup
     try:
         hints = typing.get_type_hints(fn)
     except Exception as error:
-        raise VerifyError("device-annotation", f"cannot evaluate the annotations of `{fn.__qualname__}`: {error}",
-                          location=where) from None
+        raise VerifyError(
+            "device-annotation",
+            f"cannot evaluate the annotations of `{fn.__qualname__}`: {error}",
+            location=where,
+        ) from None
     params = []
     for name in inspect.signature(fn).parameters:
         hint = hints.get(name)
@@ -93,8 +98,11 @@ def _read_signature(fn: Callable, where: Location) -> tuple[list[Parameter], tup
         return params, (returned,)
     if typing.get_origin(returned) is tuple and all(isinstance(a, TensorType) for a in typing.get_args(returned)):
         return params, typing.get_args(returned)
-    raise VerifyError("device-annotation", f"the return annotation of `{fn.__qualname__}` must be a tensor type "
-                                           f"or a tuple of them, got {returned!r}", location=where)
+    raise VerifyError(
+        "device-annotation",
+        f"the return annotation of `{fn.__qualname__}` must be a tensor type or a tuple of them, got {returned!r}",
+        location=where,
+    )
 
 
 def device(fn: Callable | None = None, *, chip: int = 1, pe: int = 8) -> Any:
@@ -103,11 +111,18 @@ def device(fn: Callable | None = None, *, chip: int = 1, pe: int = 8) -> Any:
     def wrap(function: Callable) -> DeviceFunction:
         where = Location(function.__code__.co_filename, function.__code__.co_firstlineno, function.__name__)
         if "<locals>" in function.__qualname__:
-            raise VerifyError("device-nested", f"`@device` needs a module-level function; `{function.__qualname__}` "
-                                               "is nested, so it has no stable identity", location=where)
+            raise VerifyError(
+                "device-nested",
+                f"`@device` needs a module-level function; `{function.__qualname__}` "
+                "is nested, so it has no stable identity",
+                location=where,
+            )
         if chip < 1 or pe not in RNGD.pe_counts:
-            raise VerifyError("device-shape", f"@device(chip={chip}, pe={pe}): chip must be ≥ 1 and pe one of "
-                                              f"{list(RNGD.pe_counts)}", location=where)
+            raise VerifyError(
+                "device-shape",
+                f"@device(chip={chip}, pe={pe}): chip must be ≥ 1 and pe one of {list(RNGD.pe_counts)}",
+                location=where,
+            )
         return DeviceFunction(function, Device(chip, pe))
 
     return wrap(fn) if fn is not None else wrap
@@ -139,11 +154,13 @@ def _check_result(kernel: DeviceFunction, result: Any) -> Any:
         return result
     got = result if isinstance(result, tuple) else (result,)
     if len(got) != len(expected):
-        raise VerifyError("launch-result", f"`{kernel.identity}` returned {len(got)} value(s), its annotation "
-                                           f"promises {len(expected)}", location=kernel.location)
+        raise VerifyError(
+            "launch-result",
+            f"`{kernel.identity}` returned {len(got)} value(s), its annotation promises {len(expected)}",
+            location=kernel.location,
+        )
     for i, (want, value) in enumerate(zip(expected, got, strict=True)):
         reason = want.mismatch(value)
         if reason:
-            raise VerifyError("launch-result", f"result {i} of `{kernel.identity}`: {reason}",
-                              location=kernel.location)
+            raise VerifyError("launch-result", f"result {i} of `{kernel.identity}`: {reason}", location=kernel.location)
     return result

@@ -15,7 +15,14 @@ from furiosa_opt.backend import cpu
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.context import TuContext
-from furiosa_opt.lang.tensors import DmTensor, DmTensorView, TensorView, TrfTensor, VrfTensor, _expect_writable
+from furiosa_opt.lang.tensors import (
+    DmTensor,
+    DmTensorView,
+    TensorView,
+    TrfTensor,
+    VrfTensor,
+    _expect_writable,
+)
 from furiosa_opt.mapping import Mapping, MappingError, m
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.verify import memory as verify_memory
@@ -43,16 +50,21 @@ class Stream:
     """A Tensor Unit stream at one pipeline stage."""
 
     def __init__(
-        self, ctx: TuContext, stage: str, dtype: DType, spatial: tuple[Mapping, Mapping, Mapping],
-        time: Mapping, packet: Mapping, data: cpu.Buf,
-    ):  # fmt: skip
+        self,
+        ctx: TuContext,
+        stage: str,
+        dtype: DType,
+        spatial: tuple[Mapping, Mapping, Mapping],
+        time: Mapping,
+        packet: Mapping,
+        data: cpu.Buf,
+    ):
         verify_memory.check_spatial(spatial[1], spatial[2], stage)
         self.ctx, self.stage, self.dtype, self.spatial = ctx, stage, dtype, spatial
         self.time, self.packet, self.data = time, packet, data
 
     def __repr__(self) -> str:
-        return (f'Stream({self.ctx!r}, {self.stage}, {self.dtype}, time=m["{self.time}"], '
-                f'packet=m["{self.packet}"])')
+        return f'Stream({self.ctx!r}, {self.stage}, {self.dtype}, time=m["{self.time}"], packet=m["{self.packet}"])'
 
     @property
     def layout(self) -> Mapping:
@@ -65,12 +77,21 @@ class Stream:
             raise VerifyError(
                 "pipeline-order",
                 f"`{method}` cannot follow `{self.stage}`",
-                notes=(f"`{method}` follows {', '.join(f'`{a}`' for a in after) or 'no stage'}",
-                       f"after `{self.stage}` come {', '.join(f'`{a}`' for a in allowed) or 'nothing'}"),
+                notes=(
+                    f"`{method}` follows {', '.join(f'`{a}`' for a in after) or 'no stage'}",
+                    f"after `{self.stage}` come {', '.join(f'`{a}`' for a in allowed) or 'nothing'}",
+                ),
             )
 
-    def _next(self, stage: str, time: Mapping, packet: Mapping, broadcast: bool, dtype: DType | None = None,
-              data: cpu.Buf | None = None) -> Stream:  # fmt: skip
+    def _next(
+        self,
+        stage: str,
+        time: Mapping,
+        packet: Mapping,
+        broadcast: bool,
+        dtype: DType | None = None,
+        data: cpu.Buf | None = None,
+    ) -> Stream:
         """The same values re-laid out over a new time and packet (a relayout by logical index)."""
         source = self.data if data is None else data
         target = pair(*self.spatial, time, packet)
@@ -183,7 +204,7 @@ class Stream:
         """Write the stream into a new DM tensor with this element mapping."""
         self._expect("commit")
         target = pair(*self.spatial, element)
-        rules.check_commit(self.dtype, self.layout, target, self.packet)
+        rules.check_commit(self.dtype, self.time, self.packet, element)
         data = cpu.relayout(self.data, self.layout.factors, target.factors, False)
         return DmTensor(self.dtype, (*self.spatial, element), data)
 
@@ -194,9 +215,11 @@ class Stream:
         _expect_writable(view, DmTensor, "commit_view")
         target = pair(*view.outer, view.element)
         if view.dtype != self.dtype:
-            raise VerifyError("commit-dtype", f"commit_view: a {self.dtype} stream cannot be written into a "
-                                              f"{view.dtype} tensor")
-        rules.check_commit(self.dtype, self.layout, target, self.packet)
+            raise VerifyError(
+                "commit-dtype",
+                f"commit_view: a {self.dtype} stream cannot be written into a {view.dtype} tensor",
+            )
+        rules.check_commit(self.dtype, self.time, self.packet, view.element)
         data = cpu.relayout(self.data, self.layout.factors, target.factors, False)
         view.write(DmTensor(self.dtype, (*view.outer, view.element), data), "commit_view")
 

@@ -96,9 +96,7 @@ class Tensor:
         return self.data.values()
 
 
-def moved(
-    tensor: Tensor, cls: type[Tensor], params: tuple[Mapping, ...], broadcast: bool, what: str
-) -> Tensor:
+def moved(tensor: Tensor, cls: type[Tensor], params: tuple[Mapping, ...], broadcast: bool, what: str) -> Tensor:
     """`tensor` re-laid out as a `cls` tensor with `params`, by logical index."""
     target = pair(*params)
     try:
@@ -189,9 +187,7 @@ class HostTensor(Tensor):
         return out
 
     @user_facing
-    def to_hbm(
-        self, pdma: DmaContext, chip: Mapping | None = None, element: Mapping | None = None
-    ) -> HbmTensor:
+    def to_hbm(self, pdma: DmaContext, chip: Mapping | None = None, element: Mapping | None = None) -> HbmTensor:
         """Upload over PCIe; keeps the host mapping on `chip = m["1"]` unless told otherwise."""
         expect_context(pdma, ("pdma",), "HostTensor.to_hbm")
         params = (chip if chip is not None else m["1"], element if element is not None else self.params[0])
@@ -389,9 +385,7 @@ class TensorView:
         try:
             data = cpu.window_read(self.base.data, outer, element, self.window, self.element.factors)
         except IndexError as error:
-            raise VerifyError(
-                "view-bounds", f"the view `{self.element}` at window {self.window}: {error}"
-            ) from None
+            raise VerifyError("view-bounds", f"the view `{self.element}` at window {self.window}: {error}") from None
         return type(self.base)(self.dtype, (*self.outer, self.element), data)
 
     def write(self, source: Tensor, what: str) -> None:
@@ -414,10 +408,11 @@ class TensorView:
         what = f"{type(self.base).__name__}.to_dm"
         if isinstance(self.base, DmTensor):
             verify_memory.check_sizes_preserved(self.outer[1:], (cluster, slice), what)
+        params = (self.outer[0], cluster, slice, element)
         verify_memory.check_dma_layout(
-            source.params[-1], element, self.dtype, RNGD.dma_sram_write_align, what
+            source.storage, pair(*params), source.params[-1], element, self.dtype, RNGD.dma_sram_write_align, what
         )
-        return moved(source, DmTensor, (self.outer[0], cluster, slice, element), True, what)
+        return moved(source, DmTensor, params, True, what)
 
     @user_facing
     def to_hbm(self, dma: DmaContext, element: Mapping | None = None) -> HbmTensor:
@@ -432,13 +427,17 @@ class TensorView:
         expect_context(tdma, ("tdma",), "to_dm_view")
         _expect_writable(destination, DmTensor, "to_dm_view")
         source = self.read()
+        params = (*destination.outer, destination.element)
         verify_memory.check_dma_layout(
-            source.params[-1], destination.element, self.dtype, RNGD.dma_sram_write_align, "to_dm_view"
-        )
-        destination.write(
-            moved(source, DmTensor, (*destination.outer, destination.element), True, "to_dm_view"),
+            source.storage,
+            pair(*params),
+            source.params[-1],
+            destination.element,
+            self.dtype,
+            RNGD.dma_sram_write_align,
             "to_dm_view",
         )
+        destination.write(moved(source, DmTensor, params, True, "to_dm_view"), "to_dm_view")
 
     @user_facing
     def to_hbm_view(self, dma: DmaContext, destination: TensorView) -> None:

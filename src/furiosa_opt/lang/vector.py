@@ -35,8 +35,17 @@ class VectorStream:
     def dtype(self) -> DType:
         return self.stream.dtype
 
-    def _with(self, stage: str, data: cpu.Buf, dtype: DType | None = None, alu=None, way: int | None = None,
-              time: Mapping | None = None, packet: Mapping | None = None, tags: cpu.Buf | None = None) -> VectorStream:  # fmt: skip
+    def _with(
+        self,
+        stage: str,
+        data: cpu.Buf,
+        dtype: DType | None = None,
+        alu=None,
+        way: int | None = None,
+        time: Mapping | None = None,
+        packet: Mapping | None = None,
+        tags: cpu.Buf | None = None,
+    ) -> VectorStream:
         s = self.stream
         stream = Stream(s.ctx, "vector", dtype or s.dtype, s.spatial, time or s.time, packet or s.packet, data)
         used = self.used | {alu} if alu is not None else self.used
@@ -46,13 +55,15 @@ class VectorStream:
         """A constant, or a VRF tensor broadcast into the stream's layout."""
         if isinstance(operand, VrfTensor):
             if operand.dtype != self.dtype:
-                raise VerifyError("vector-operand", f"`{method}`: a {operand.dtype} VRF operand on a {self.dtype} "
-                                                    "stream")
+                raise VerifyError(
+                    "vector-operand", f"`{method}`: a {operand.dtype} VRF operand on a {self.dtype} stream"
+                )
             try:
                 moved = cpu.relayout(operand.data, operand.storage.factors, self.stream.layout.factors, True)
             except MappingError as error:
-                raise VerifyError("vector-operand", f"`{method}`: the VRF operand does not fit the stream: "
-                                                    f"{error}") from None
+                raise VerifyError(
+                    "vector-operand", f"`{method}`: the VRF operand does not fit the stream: {error}"
+                ) from None
             return moved.values()
         if isinstance(operand, bool) or not isinstance(operand, int | float):
             raise VerifyError("vector-operand", f"`{method}` takes a constant or a VrfTensor, got {operand!r}")
@@ -151,8 +162,11 @@ class VectorStream:
     def vector_final(self) -> Stream:
         """Leave the Vector Engine (in Way8)."""
         if self.way != 8:
-            raise VerifyError("vector-way", "vector_final needs a Way8 stream; widen it first",
-                              notes=("vector_widen_concat / vector_widen_pad",))
+            raise VerifyError(
+                "vector-way",
+                "vector_final needs a Way8 stream; widen it first",
+                notes=("vector_widen_concat / vector_widen_pad",),
+            )
         s = self.stream
         return Stream(s.ctx, "vector_final", s.dtype, s.spatial, s.time, s.packet, s.data)
 

@@ -181,9 +181,7 @@ class FpBinaryOp:
             raise ValueError(f"unknown FpBinaryOp kind {self.kind!r}; expected one of {self.KINDS}")
         if self.kind == "MulF":
             if not isinstance(self.mul_alu, FpMulAlu):
-                raise TypeError(
-                    f"FpBinaryOp.MulF needs an FpMulAlu (Mul0, Mul1 or Fma), got {self.mul_alu!r}"
-                )
+                raise TypeError(f"FpBinaryOp.MulF needs an FpMulAlu (Mul0, Mul1 or Fma), got {self.mul_alu!r}")
         elif self.mul_alu is not None:
             raise TypeError(f"FpBinaryOp.{self.kind} takes no FpMulAlu")
 

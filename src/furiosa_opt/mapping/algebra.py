@@ -92,14 +92,12 @@ def carve(whole: Mapping, piece: Mapping) -> Mapping:
     held = {(d.key, d.cut): d.count for d in whole_subs}
     for d in piece_subs:
         if held.get((d.key, d.cut), 0) < d.count:
-            raise MappingError(
-                f"carve: piece `{piece}` must be contained in `{whole}` (`{key_name(d.key)}` is not)"
-            )
+            raise MappingError(f"carve: piece `{piece}` must be contained in `{whole}` (`{key_name(d.key)}` is not)")
     taken = {(d.key, d.cut) for d in piece_subs}
-    return derived(_replace_subdigits(whole, whole_subs, taken))
+    return derived(replace_subdigits(whole, whole_subs, taken))
 
 
-def _replace_subdigits(mapping: Mapping, subs: list[SubDigit], taken: set) -> list[Factor]:
+def replace_subdigits(mapping: Mapping, subs: list[SubDigit], taken: set) -> list[Factor]:
     """Rebuild `mapping` with each sub-digit in `taken` turned into pure padding of its extent."""
     out: list[Factor] = []
     for i, f in enumerate(mapping.factors):
@@ -128,9 +126,7 @@ def _split_symbol_factor(f: Factor, parts: list[SubDigit], hit: list[bool], mapp
         else Factor(f.atom, top.cut, top.count, f.e // inner_extent, f.k)
     ]
     for part, taken in zip(parts[1:], hit[1:], strict=True):
-        out.append(
-            Factor(BC, 1, 1, part.count) if taken else Factor(f.atom, part.cut, part.count, part.count)
-        )
+        out.append(Factor(BC, 1, 1, part.count) if taken else Factor(f.atom, part.cut, part.count, part.count))
     return out
 
 
@@ -170,11 +166,7 @@ def _runs(dividend_subs: list[SubDigit], divisor_subs: list[SubDigit]) -> list[D
             continue
         if terms:
             last_d, last_v = terms[-1][-1]
-            if (
-                last_d.key == d.key
-                and d.pos == last_d.pos * last_d.count
-                and v.pos == last_v.pos * last_v.count
-            ):
+            if last_d.key == d.key and d.pos == last_d.pos * last_d.count and v.pos == last_v.pos * last_v.count:
                 terms[-1].append((d, v))
                 continue
         terms.append([(d, v)])
@@ -205,8 +197,8 @@ def divide_relaxed(dividend: Mapping, divisor: Mapping) -> RelaxedDivision:
     )
     return RelaxedDivision(
         matched,
-        derived(_replace_subdigits(dividend, dividend_subs, shared)),
-        derived(_replace_subdigits(divisor, divisor_subs, shared)),
+        derived(replace_subdigits(dividend, dividend_subs, shared)),
+        derived(replace_subdigits(divisor, divisor_subs, shared)),
     )
 
 

@@ -61,8 +61,7 @@ def axes(**sizes: int) -> Axis | tuple[Axis, ...]:
     for name, size in sizes.items():
         if not _AXIS_NAME.match(name):
             raise MappingError(
-                f"axis name `{name}` must start with an uppercase ASCII letter followed by letters, "
-                "digits or `_`"
+                f"axis name `{name}` must start with an uppercase ASCII letter followed by letters, digits or `_`"
             )
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise MappingError(f"axis `{name}` needs a positive integer size, got {size!r}")

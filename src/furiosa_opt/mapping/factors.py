@@ -185,9 +185,7 @@ def concat(*lists: Factors) -> Factors:
             if isinstance(comp, Comp) and comp.tag and comp.tag not in fresh and _overlaps(comp, out, fs):
                 used += 1
                 fresh[comp.tag] = used
-        out.extend(
-            replace(f, atom=Comp(f.atom.k, fresh[f.atom.tag])) if _renamed(f, fresh) else f for f in fs
-        )
+        out.extend(replace(f, atom=Comp(f.atom.k, fresh[f.atom.tag])) if _renamed(f, fresh) else f for f in fs)
     return tuple(out)
 
 
@@ -244,9 +242,7 @@ def _tidy(fs: list[Factor]) -> list[Factor]:
 
 def _merge_pair(outer: Factor, inner: Factor) -> Factor | None:
     if outer.pure_pad and (not inner.padded or inner.k == outer.k):  # R6 absorb a pure pad
-        return Factor(
-            inner.atom, inner.s, inner.m, outer.e * inner.e, outer.k if not inner.padded else inner.k
-        )
+        return Factor(inner.atom, inner.s, inner.m, outer.e * inner.e, outer.k if not inner.padded else inner.k)
     if inner.padded or outer.atom != inner.atom:
         return None
     if outer.atom == BC or outer.s == inner.s * inner.m:  # R5 broadcasts, R4 adjacent digits of one atom

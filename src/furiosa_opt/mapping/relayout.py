@@ -40,28 +40,24 @@ def check_relayout(src: Factors, dst: Factors, allow_broadcast: bool) -> None:
     for d in src_subs:
         count = reads.get((d.key, d.cut), 0)
         if count < d.count:
-            part = _describe(d.key, d.cut, d.count)
+            part = describe_subdigit(d.key, d.cut, d.count)
             raise RelayoutError(
                 "unread", f"{where}: source axis `{part}` is not fully read (every live source cell must be)"
             )
     for d in dst_subs:
         count = held.get((d.key, d.cut), 0)
         if 0 < count < d.count:
-            part = _describe(d.key, d.cut, d.count)
-            raise RelayoutError(
-                "overread", f"{where}: `{part}` reads beyond what the source holds ({count} values)"
-            )
+            part = describe_subdigit(d.key, d.cut, d.count)
+            raise RelayoutError("overread", f"{where}: `{part}` reads beyond what the source holds ({count} values)")
     if not allow_broadcast:
         extra = [d for d in dst_subs if (d.key, d.cut) not in held]
         extra_bc = [f for f in dst if f.atom == BC and f.m > 1]
         if extra or extra_bc:
-            part = _describe(extra[0].key, extra[0].cut, extra[0].count) if extra else str(extra_bc[0].m)
-            raise RelayoutError(
-                "broadcast", f"{where}: `{part}` would be broadcast, which this move does not allow"
-            )
+            part = describe_subdigit(extra[0].key, extra[0].cut, extra[0].count) if extra else str(extra_bc[0].m)
+            raise RelayoutError("broadcast", f"{where}: `{part}` would be broadcast, which this move does not allow")
 
 
-def _describe(key, cut: int, count: int) -> str:
+def describe_subdigit(key, cut: int, count: int) -> str:
     text = key_name(key)
     if cut > 1:
         text += f" / {cut}"

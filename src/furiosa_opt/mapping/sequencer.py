@@ -22,12 +22,12 @@ from enum import Enum
 
 import numpy as np
 
-from furiosa_opt.mapping.algebra import _replace_subdigits, derived
+from furiosa_opt.mapping.algebra import derived, replace_subdigits
 from furiosa_opt.mapping.evaluate import LIVE, evaluate
 from furiosa_opt.mapping.expr import Mapping, MappingError, PadKind
 from furiosa_opt.mapping.factors import BC, Comp, Factor, Factors, concat, render_factors, size
 from furiosa_opt.mapping.refine import SubDigit, refine
-from furiosa_opt.mapping.relayout import _describe
+from furiosa_opt.mapping.relayout import describe_subdigit
 
 KINDS = ("StreamUnmatchedSegment", "InputBottomPadding", "Unconsumed")
 _VALIDATE_LIMIT = 1 << 22  # write configs up to this many stream/memory cells are checked cell by cell
@@ -151,10 +151,7 @@ def _position_strides(fs: Factors) -> list[int]:
 
 
 def _has_bottom(fs: Factors) -> bool:
-    return any(
-        (f.padded and f.k is PadKind.BOTTOM) or (isinstance(f.atom, Comp) and _has_bottom(f.atom.k))
-        for f in fs
-    )
+    return any((f.padded and f.k is PadKind.BOTTOM) or (isinstance(f.atom, Comp) and _has_bottom(f.atom.k)) for f in fs)
 
 
 def _accepts(memory_kind: PadKind | None, stream_kind: PadKind) -> bool:
@@ -256,16 +253,14 @@ class _Matcher:
         return True
 
     def _match(self, sub: SubDigit) -> tuple[Entry, _Held | None]:
-        part = _describe(sub.key, sub.cut, sub.count)
+        part = describe_subdigit(sub.key, sub.cut, sub.count)
         candidates = self.held.get((sub.key, sub.cut), [])
         held = next((h for h in candidates if not h.claimed), None)
         if held is None:
             if candidates:
                 raise self.error("StreamUnmatchedSegment", f"`{part}` is claimed twice by the streams")
             if self.mode is Mode.WRITE:
-                raise self.error(
-                    "StreamUnmatchedSegment", f"`{part}` is not in memory (a broadcasting write)"
-                )
+                raise self.error("StreamUnmatchedSegment", f"`{part}` is not in memory (a broadcasting write)")
             self._check_bottom_overread(sub, part)
             return Entry(sub.count, 0), None
         held.claimed = sub.count
@@ -275,9 +270,7 @@ class _Matcher:
 
     def _check_overread(self, sub: SubDigit, held: _Held, part: str) -> None:
         """A stream part reading more values than the memory part holds runs into its factor's padding."""
-        beyond = (
-            f"`{part}` reaches past the {held.sub.count} values memory `{self.memories[held.memory]}` holds"
-        )
+        beyond = f"`{part}` reaches past the {held.sub.count} values memory `{self.memories[held.memory]}` holds"
         if self.mode is Mode.WRITE:
             raise self.error("StreamUnmatchedSegment", f"{beyond}: live values would land on padding")
         if held.top and held.kind is PadKind.BOTTOM:
@@ -301,9 +294,7 @@ class _Matcher:
             if not claimed and not f.padded and g.m == f.m:
                 self.broadcasts[(i, j)] = True
                 return Entry(f.m, _position_strides(self.memories[i].factors)[j], i)
-        raise self.error(
-            "StreamUnmatchedSegment", f"the broadcast `{f.m}` cannot be written (a broadcasting write)"
-        )
+        raise self.error("StreamUnmatchedSegment", f"the broadcast `{f.m}` cannot be written (a broadcasting write)")
 
     def _place(self, dummy: _Dummy) -> Entry:
         """Reads re-read (stride 0); writes park the dummy on memory padding that has budget left."""
@@ -322,7 +313,7 @@ class _Matcher:
         missing = [h for hs in self.held.values() for h in hs if h.claimed < h.sub.count]
         if missing:
             h = missing[0]
-            what = f"`{_describe(h.sub.key, h.sub.cut, h.sub.count)}` of memory `{self.memories[h.memory]}`"
+            what = f"`{describe_subdigit(h.sub.key, h.sub.cut, h.sub.count)}` of memory `{self.memories[h.memory]}`"
             raise self.error("Unconsumed", f"{what} is not fully {self._verb()}", self._carved())
         if self.mode is Mode.WRITE:
             for (i, j), claimed in self.broadcasts.items():
@@ -338,11 +329,9 @@ class _Matcher:
         out = []
         for i, memory in enumerate(self.memories):
             taken = {(h.sub.key, h.sub.cut) for hs in self.held.values() for h in hs if h.memory == i}
-            taken -= {
-                (h.sub.key, h.sub.cut) for hs in self.held.values() for h in hs if h.claimed < h.sub.count
-            }
+            taken -= {(h.sub.key, h.sub.cut) for hs in self.held.values() for h in hs if h.claimed < h.sub.count}
             try:
-                out.append(derived(_replace_subdigits(memory, self.memory_subs[i], taken)))
+                out.append(derived(replace_subdigits(memory, self.memory_subs[i], taken)))
             except MappingError:
                 out.append(memory)
         return out
@@ -356,10 +345,7 @@ def odometer(entries: list[Entry], memories: int = 1) -> list[np.ndarray]:
     offsets = [np.zeros(1, dtype=np.int64) for _ in range(memories)]
     for entry in entries:
         step = np.arange(entry.size, dtype=np.int64) * entry.stride
-        offsets = [
-            (off[:, None] + (step if entry.memory == i else 0 * step)).ravel()
-            for i, off in enumerate(offsets)
-        ]
+        offsets = [(off[:, None] + (step if entry.memory == i else 0 * step)).ravel() for i, off in enumerate(offsets)]
     return offsets
 
 
@@ -383,9 +369,7 @@ def _validate_write(matcher: _Matcher, configs: list[list[Entry]]) -> None:
         for name in src.coords.keys() | dst.coords.keys()
     )
     if not same or np.unique(position[live]).size != int(live.sum()):
-        raise matcher.error(
-            "StreamUnmatchedSegment", "live stream cells do not land on distinct matching cells"
-        )
+        raise matcher.error("StreamUnmatchedSegment", "live stream cells do not land on distinct matching cells")
     pad_ok = (dst.kind == PadKind.TOP) | ((dst.kind == PadKind.ZERO) & (src.kind == PadKind.ZERO))
     if not np.all(pad_ok[~live]):
         raise matcher.error("StreamUnmatchedSegment", "stream padding would overwrite live cells or padding")
@@ -393,6 +377,4 @@ def _validate_write(matcher: _Matcher, configs: list[list[Entry]]) -> None:
     written = np.zeros(held, dtype=bool)
     written[position[live | (src.kind == PadKind.ZERO)]] = True
     if np.any(((cells == LIVE) | (cells == PadKind.ZERO)) & ~written):
-        raise matcher.error(
-            "Unconsumed", "some live or Zero memory cells are never written", matcher.memories
-        )
+        raise matcher.error("Unconsumed", "some live or Zero memory cells are never written", matcher.memories)

@@ -3,12 +3,21 @@
 
 from __future__ import annotations
 
+import itertools
+
 from furiosa_opt import dtypes
 from furiosa_opt.arch import RNGD
 from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping import Mapping, MappingError
-from furiosa_opt.mapping.algebra import divide_exact, padded, padding_per_stride, pair, remove_padding, split_at
+from furiosa_opt.mapping.algebra import (
+    divide_exact,
+    padded,
+    padding_per_stride,
+    pair,
+    remove_padding,
+    split_at,
+)
 
 # stream dtype → (TRF dtypes it pairs with, accumulator)
 OPERANDS = {
@@ -30,8 +39,10 @@ def accumulator(stream: DType, weight: DType) -> DType:
     """The accumulator of a stream × TRF pair, refusing pairs the Contraction Engine lacks."""
     if stream.name not in OPERANDS or weight.name not in OPERANDS[stream.name][0]:
         pairs = "; ".join(f"{s} × {'/'.join(sorted(w))}" for s, (w, _) in OPERANDS.items())
-        raise VerifyError("contraction-operands", f"contract_outer: no contraction of a {stream} stream with a "
-                                                  f"{weight} TRF tensor (pairs: {pairs})")
+        raise VerifyError(
+            "contraction-operands",
+            f"contract_outer: no contraction of a {stream} stream with a {weight} TRF tensor (pairs: {pairs})",
+        )
     return OPERANDS[stream.name][1]
 
 
@@ -42,17 +53,23 @@ def check_stream_adapter(
         raise VerifyError("contract-lane-size", f"contract_outer: Lane::SIZE must be 1, 2, 4, or 8, got {lane.size}")
     size = dtype.nbytes(out_packet.size)
     if size % RNGD.flit_bytes or size // RNGD.flit_bytes not in RNGD.contract_packet_flits:
-        raise VerifyError("contract-outer-flits", f"contract_outer: Packet size must be one or two flits "
-                                                  f"({RNGD.flit_bytes} bytes each), got {size} bytes")
+        raise VerifyError(
+            "contract-outer-flits",
+            f"contract_outer: Packet size must be one or two flits ({RNGD.flit_bytes} bytes each), got {size} bytes",
+        )
     pack = size // RNGD.flit_bytes
     if time.size % pack:
-        raise VerifyError("contract-outer-packed", f"`contract_outer`: OutPacket packs {pack} cells of Time, "
-                                                   f"which has {time.size}")
+        raise VerifyError(
+            "contract-outer-packed",
+            f"`contract_outer`: OutPacket packs {pack} cells of Time, which has {time.size}",
+        )
     time_outer, time_packed = split_at(time, pack)
     packed, flit = split_at(out_packet, RNGD.flit_bytes * 8 // dtype.bits)
     if flit != packet:
-        raise VerifyError("contract-outer-flit", f"`contract_outer`: inner flit of OutPacket must equal the input "
-                                                 f"Packet: {_show(flit)} != {_show(packet)}")
+        raise VerifyError(
+            "contract-outer-flit",
+            f"`contract_outer`: inner flit of OutPacket must equal the input Packet: {_show(flit)} != {_show(packet)}",
+        )
     if packed != time_packed:
         raise VerifyError(
             "contract-outer-packed",
@@ -60,8 +77,10 @@ def check_stream_adapter(
             f"{_show(packed)} != {_show(time_packed)}",
         )
     if out_time.size % time_outer.size:
-        raise VerifyError("contract-outer-time", f"`contract_outer`: Time {_show(time_outer)} does not divide "
-                                                 f"OutTime {_show(out_time)}")
+        raise VerifyError(
+            "contract-outer-time",
+            f"`contract_outer`: Time {_show(time_outer)} does not divide OutTime {_show(out_time)}",
+        )
     out_outer, _tiling = split_at(out_time, out_time.size // time_outer.size)
     if out_outer != time_outer:
         raise VerifyError(
@@ -77,23 +96,31 @@ def check_contract_packet(dtype: DType, packet: Mapping, out_packet: Mapping) ->
     if size not in (32, 64):
         raise VerifyError("contract-packet-size", f"contract_packet: Packet must be 32 or 64 bytes, got {size} bytes")
     if out_packet.size > RNGD.temporal_accumulator_cols:
-        raise VerifyError("contract-packet-wide", f"contract_packet: OutPacket::SIZE must be at most "
-                                                  f"{RNGD.temporal_accumulator_cols}, got {out_packet.size}")
+        raise VerifyError(
+            "contract-packet-wide",
+            f"contract_packet: OutPacket::SIZE must be at most {RNGD.temporal_accumulator_cols}, got {out_packet.size}",
+        )
     if out_packet.size & (out_packet.size - 1):
-        raise VerifyError("contract-packet-pow2",
-                          f"contract_packet: OutPacket::SIZE must be a power of two, got {out_packet.size}")
+        raise VerifyError(
+            "contract-packet-pow2",
+            f"contract_packet: OutPacket::SIZE must be a power of two, got {out_packet.size}",
+        )
     wanted = remove_padding(out_packet)
     for depth in range(packet.size.bit_length()):
         if packet.size % (1 << depth) == 0 and remove_padding(split_at(packet, 1 << depth)[0]) == wanted:
             return
-    raise VerifyError("contract-packet-mismatch",
-                      f"contract_packet: OutPacket {_show(wanted)} is not a valid contraction of Packet {_show(packet)}")
+    raise VerifyError(
+        "contract-packet-mismatch",
+        f"contract_packet: OutPacket {_show(wanted)} is not a valid contraction of Packet {_show(packet)}",
+    )
 
 
 def _boundaries(time: Mapping, terms) -> list:
     extents = padding_per_stride(time)
-    return sorted(((t, extents[t.dividend_stride]) for t in terms if t.dividend_stride in extents),
-                  key=lambda pair_: pair_[0].divisor_stride)
+    return sorted(
+        ((t, extents[t.dividend_stride]) for t in terms if t.dividend_stride in extents),
+        key=lambda pair_: pair_[0].divisor_stride,
+    )
 
 
 def check_contract_time(time: Mapping, out_time: Mapping) -> None:
@@ -101,15 +128,23 @@ def check_contract_time(time: Mapping, out_time: Mapping) -> None:
     try:
         terms = divide_exact(time, out_time)
     except MappingError as error:
-        raise VerifyError("contract-time-indivisible", f"contract_time: OutTime {_show(out_time)} must divide "
-                                                       f"Time {_show(time)} (some axis is missing): {error}") from None
-    if any(a.divisor_stride <= b.divisor_stride for a, b in zip(terms, terms[1:], strict=False)):
-        raise VerifyError("contract-time-order", "contract_time: OutTime axes must follow the same order as the "
-                                                 f"Time axes ({_show(out_time)} against {_show(time)})")
+        raise VerifyError(
+            "contract-time-indivisible",
+            f"contract_time: OutTime {_show(out_time)} must divide Time {_show(time)} (some axis is missing): {error}",
+        ) from None
+    if any(a.divisor_stride <= b.divisor_stride for a, b in itertools.pairwise(terms)):
+        raise VerifyError(
+            "contract-time-order",
+            "contract_time: OutTime axes must follow the same order as the "
+            f"Time axes ({_show(out_time)} against {_show(time)})",
+        )
     boundaries = _boundaries(time, terms)
     if boundaries and boundaries[0][0].divisor_stride != 1:
-        raise VerifyError("contract-time-padding", f"contract_time: Padding mismatch. OutTime {_show(out_time)} has "
-                                                   f"unexpected leading padding not present in Time {_show(time)}")
+        raise VerifyError(
+            "contract-time-padding",
+            f"contract_time: Padding mismatch. OutTime {_show(out_time)} has "
+            f"unexpected leading padding not present in Time {_show(time)}",
+        )
     for i, (term, extent) in enumerate(boundaries):
         end = boundaries[i + 1][0].divisor_stride if i + 1 < len(boundaries) else out_time.size
         if term.divisor_stride * extent != end:
@@ -131,28 +166,42 @@ def lane_outputs(mode: str, lane: Mapping, time: Mapping, packet: Mapping) -> tu
 
 
 def check_contract_lane(
-    mode: str, lane: Mapping, time: Mapping, packet: Mapping, out_time: Mapping, out_packet: Mapping,
+    mode: str,
+    lane: Mapping,
+    time: Mapping,
+    packet: Mapping,
+    out_time: Mapping,
+    out_packet: Mapping,
     pre_reduce_time: Mapping,
-) -> None:  # fmt: skip
+) -> None:
     lanes = RNGD.ve_lanes
     if packet.size > RNGD.temporal_accumulator_cols:
-        raise VerifyError("contract-lane-packet", f"contract_lane: Packet::SIZE must be at most "
-                                                  f"{RNGD.temporal_accumulator_cols}, got {packet.size}")
+        raise VerifyError(
+            "contract-lane-packet",
+            f"contract_lane: Packet::SIZE must be at most {RNGD.temporal_accumulator_cols}, got {packet.size}",
+        )
     if out_packet.size != lanes:
-        raise VerifyError("contract-lane-out-packet", f"contract_lane: OutPacket::SIZE must be {lanes}, "
-                                                      f"got {out_packet.size}")
+        raise VerifyError(
+            "contract-lane-out-packet",
+            f"contract_lane: OutPacket::SIZE must be {lanes}, got {out_packet.size}",
+        )
     expected_time, expected_packet = lane_outputs(mode, lane, time, packet)
     if out_packet != expected_packet:
-        raise VerifyError("contract-lane-packet-mismatch", f"contract_lane ({mode}): OutPacket mismatch. Expected: "
-                                                           f"{_show(expected_packet)}, got: {_show(out_packet)}")
+        raise VerifyError(
+            "contract-lane-packet-mismatch",
+            f"contract_lane ({mode}): OutPacket mismatch. Expected: {_show(expected_packet)}, got: {_show(out_packet)}",
+        )
     if out_time != expected_time:
-        raise VerifyError("contract-lane-time-mismatch", f"contract_lane ({mode}): OutTime mismatch. Expected "
-                                                         f"{_show(expected_time)}, got {_show(out_time)}")
+        raise VerifyError(
+            "contract-lane-time-mismatch",
+            f"contract_lane ({mode}): OutTime mismatch. Expected {_show(expected_time)}, got {_show(out_time)}",
+        )
     inner = _inner_time(pre_reduce_time, time)
     padded_lane, padded_packet = (
-        (-(-lane.size // lanes) * lanes, packet.size) if mode == "Interleaved"
+        (-(-lane.size // lanes) * lanes, packet.size)
+        if mode == "Interleaved"
         else (lane.size, -(-packet.size // RNGD.temporal_accumulator_cols) * RNGD.temporal_accumulator_cols)
-    )  # fmt: skip
+    )
     if padded_lane * inner * padded_packet > RNGD.accumulator_cells:
         raise VerifyError(
             "contract-lane-accumulator",
@@ -164,8 +213,10 @@ def check_contract_lane(
 
 def _inner_time(pre_reduce_time: Mapping, time: Mapping) -> int:
     """The retained time cells inner to the outermost reduced axis (what the accumulator holds)."""
-    boundaries = sorted(_boundaries(pre_reduce_time, divide_exact(pre_reduce_time, time)),
-                        key=lambda pair_: -pair_[0].dividend_stride)
+    boundaries = sorted(
+        _boundaries(pre_reduce_time, divide_exact(pre_reduce_time, time)),
+        key=lambda pair_: -pair_[0].dividend_stride,
+    )
     if not boundaries:
         return 1
     end = [term.dividend_stride * extent for term, extent in boundaries]

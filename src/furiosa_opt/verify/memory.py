@@ -7,6 +7,7 @@ from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping import Mapping
 from furiosa_opt.mapping.algebra import dma_tails
+from furiosa_opt.mapping.sequencer import Mode, sequence
 
 
 def check_spatial(cluster: Mapping, slice_: Mapping, what: str) -> None:
@@ -44,17 +45,29 @@ def check_sizes_preserved(old: tuple[Mapping, ...], new: tuple[Mapping, ...], wh
             )
 
 
-def check_dma_layout(src: Mapping, dst: Mapping, dtype: DType, min_align: int, what: str) -> None:
-    """The DMA burst both element layouts share must end on a `min_align`-byte boundary."""
-    _, packet, _ = dma_tails(src, dst)
+def check_dma_layout(
+    src: Mapping, dst: Mapping, src_element: Mapping, dst_element: Mapping, dtype: DType, min_align: int, what: str
+) -> None:
+    """DMA writes into SRAM move 8-byte units: the burst both element layouts share must end on that
+    boundary, and so must every destination stride from the burst outward (`assert_dma_layout`)."""
+    _, packet, _ = dma_tails(src_element, dst_element)
     tail = dtype.nbytes(packet)
     if tail % min_align:
         raise VerifyError(
             "dma-tail-alignment",
             f"{what}: DMA tail alignment violation: reachable destination tail end is not aligned to "
-            f"{min_align} bytes: the innermost run `{src}` → `{dst}` shares is {packet} elements = {tail} bytes",
-            notes=(
-                "keep the innermost axis contiguous on both sides, or pad it to a multiple of "
-                f"{min_align} bytes",
-            ),
+            f"{min_align} bytes: the innermost run `{src_element}` → `{dst_element}` shares is {packet} "
+            f"elements = {tail} bytes",
+            notes=(f"keep the innermost axis contiguous on both sides, or pad it to a multiple of {min_align} bytes",),
         )
+    (entries,) = sequence([src], [dst], Mode.CARVE)
+    stride = 1
+    for entry in reversed(entries):
+        if stride >= packet and dtype.nbytes(stride) % min_align:
+            raise VerifyError(
+                "dma-stride-alignment",
+                f"{what}: DMA address stride alignment violation: destination stream stride {stride} (at or "
+                f"past the burst packet) is {dtype.nbytes(stride)} bytes, not aligned to {min_align}-byte "
+                "granularity",
+            )
+        stride *= entry.size

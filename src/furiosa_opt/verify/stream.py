@@ -7,16 +7,28 @@ from furiosa_opt import dtypes
 from furiosa_opt.arch import RNGD
 from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DType
-from furiosa_opt.mapping import Mapping
+from furiosa_opt.mapping import Mapping, MappingError
 from furiosa_opt.mapping.algebra import is_resize_of, padded, pair, split_at
-from furiosa_opt.mapping.relayout import RelayoutError, check_relayout
+from furiosa_opt.mapping.sequencer import Mode, SequencerError, sequence
 
 # (input, output) pairs each converting stage accepts (spec/mapping.md §6 "legal conversions per stage").
 FETCH_CASTS = {
-    ("i4", "i32"), ("i8", "i32"), ("i16", "i32"), ("f8e4m3", "f32"), ("f8e5m2", "f32"), ("bf16", "f32"),
+    ("i4", "i32"),
+    ("i8", "i32"),
+    ("i16", "i32"),
+    ("f8e4m3", "f32"),
+    ("f8e5m2", "f32"),
+    ("bf16", "f32"),
     ("f32", "bf16"),
-}  # fmt: skip
-ENGINE_CASTS = {("i32", "i4"), ("i32", "i8"), ("i32", "i16"), ("f32", "f8e4m3"), ("f32", "f8e5m2"), ("f32", "bf16")}
+}
+ENGINE_CASTS = {
+    ("i32", "i4"),
+    ("i32", "i8"),
+    ("i32", "i16"),
+    ("f32", "f8e4m3"),
+    ("f32", "f8e5m2"),
+    ("f32", "bf16"),
+}
 
 
 def _show(mapping: Mapping) -> str:
@@ -34,25 +46,39 @@ def check_flit_aligned(dtype: DType, packet: Mapping, what: str) -> None:
         )
 
 
+def _entries(used: int, what: str) -> None:
+    if used > RNGD.max_sequencer_entries:
+        raise VerifyError(
+            f"{what.lower()}-entries",
+            f"{what}: needs {used} sequencer entries, but the table holds {RNGD.max_sequencer_entries}",
+            notes=("merge adjacent axes so that their strides coalesce, or move work to the time axes",),
+        )
+
+
 def check_fetch(time: Mapping, packet: Mapping, out_time: Mapping, out_packet: Mapping) -> None:
-    """The fetch sequencer must read every live DM cell and place every output axis."""
+    """The fetch sequencer must read every live DM cell, place every output axis, and fit its table."""
     try:
-        check_relayout(pair(time, packet).factors, pair(out_time, out_packet).factors, True)
-    except RelayoutError as error:
-        if error.reason == "unread":
+        configs = sequence([time, packet], [out_time, out_packet], Mode.READ)
+    except SequencerError as error:
+        if error.kind == "Unconsumed":
             raise VerifyError(
                 "fetch-unread",
                 f"Fetch: a live input axis is left unread (Time {_show(time)}, Packet {_show(packet)} → "
                 f"Time {_show(out_time)}, Packet {_show(out_packet)}): {error}",
             ) from None
         raise VerifyError("fetch-unreadable", f"Fetch: cannot read an output axis from DM: {error}") from None
+    except MappingError as error:
+        raise VerifyError("fetch-unreadable", f"Fetch: cannot read an output axis from DM: {error}") from None
+    _entries(sum(map(len, configs)), "Fetch")
 
 
 def check_fetch_cast(source: DType, target: DType) -> None:
     if (source.name, target.name) not in FETCH_CASTS and source != target:
         legal = ", ".join(f"{a}→{b}" for a, b in sorted(FETCH_CASTS))
-        raise VerifyError("fetch-cast", f"fetch_cast: {source} → {target} is not a fetch adapter conversion "
-                                        f"(legal: identity, {legal})")
+        raise VerifyError(
+            "fetch-cast",
+            f"fetch_cast: {source} → {target} is not a fetch adapter conversion (legal: identity, {legal})",
+        )
 
 
 def check_collect(dtype: DType, time: Mapping, packet: Mapping, time2: Mapping, packet2: Mapping) -> None:
@@ -69,7 +95,8 @@ def check_collect(dtype: DType, time: Mapping, packet: Mapping, time2: Mapping, 
     outer, inner = split_at(padded(packet, aligned), flit)
     if inner != packet2:
         raise VerifyError(
-            "collect-packet-mismatch", f"Collect packet mismatch. Expected: {_show(inner)}, got: {_show(packet2)}"
+            "collect-packet-mismatch",
+            f"Collect packet mismatch. Expected: {_show(inner)}, got: {_show(packet2)}",
         )
     expected_time = pair(time, outer)
     if expected_time != time2:
@@ -91,9 +118,7 @@ def check_to_trf(dtype: DType, time: Mapping, packet: Mapping, lane: Mapping, el
             f"register file capacity ({RNGD.trf_capacity_bytes} bytes)",
         )
     if time.size % lane.size:
-        raise VerifyError(
-            "trf-lane-time", f"to_trf: Lane::SIZE ({lane.size}) does not divide Time::SIZE ({time.size})"
-        )
+        raise VerifyError("trf-lane-time", f"to_trf: Lane::SIZE ({lane.size}) does not divide Time::SIZE ({time.size})")
     time_outer, time_inner = split_at(time, time.size // lane.size)
     if time_outer != lane:
         raise VerifyError(
@@ -121,12 +146,16 @@ def check_cast(source: DType, target: DType, packet: Mapping, out_packet: Mappin
             f"{source.nbytes(packet.size)} bytes",
         )
     if target.nbytes(out_packet.size) != RNGD.flit_bytes:
-        raise VerifyError("cast-output-flit", f"Cast output packet must be exactly {RNGD.flit_bytes} bytes "
-                                              f"(one flit): {_show(out_packet)} holds {out_packet.size} × {target}")
+        raise VerifyError(
+            "cast-output-flit",
+            f"Cast output packet must be exactly {RNGD.flit_bytes} bytes "
+            f"(one flit): {_show(out_packet)} holds {out_packet.size} × {target}",
+        )
     expected = padded(packet, RNGD.flit_bytes * 8 // target.bits)
     if expected != out_packet:
         raise VerifyError(
-            "cast-packet-mismatch", f"Cast packet mismatch. Expected: {_show(expected)}, got: {_show(out_packet)}"
+            "cast-packet-mismatch",
+            f"Cast packet mismatch. Expected: {_show(expected)}, got: {_show(out_packet)}",
         )
 
 
@@ -151,12 +180,15 @@ def check_commit_cast(packet: Mapping, source: DType, target: DType) -> None:
     size = source.nbytes(packet.size)
     if size % unit:
         legal = [n for n in RNGD.commit_packet_bytes if n % unit == 0]
-        raise VerifyError("commit-cast-width", f"commit_cast input packet is {size} B, not a multiple of {unit} B; "
-                                               f"re-trim it to one of {legal} B")
+        raise VerifyError(
+            "commit-cast-width",
+            f"commit_cast input packet is {size} B, not a multiple of {unit} B; re-trim it to one of {legal} B",
+        )
 
 
-def check_commit(dtype: DType, stream: Mapping, element: Mapping, packet: Mapping) -> None:
-    """Every stream cell lands on a distinct DM cell and every DM cell of the element is written."""
+def check_commit(dtype: DType, time: Mapping, packet: Mapping, element: Mapping) -> None:
+    """Every stream cell lands on a distinct DM cell, every DM cell of the element is written, and the
+    commit sequencer fits its table."""
     size = dtype.nbytes(packet.size)
     if size not in RNGD.commit_packet_bytes:
         raise VerifyError(
@@ -164,8 +196,11 @@ def check_commit(dtype: DType, stream: Mapping, element: Mapping, packet: Mappin
             f"Commit: input packet must be one of {list(RNGD.commit_packet_bytes)} bytes, got {size}",
         )
     try:
-        check_relayout(stream.factors, element.factors, False)
-    except RelayoutError as error:
-        if error.reason == "broadcast":
+        configs = sequence([element], [time, packet], Mode.WRITE)
+    except SequencerError as error:
+        if error.kind == "Unconsumed":
             raise VerifyError("commit-unwritten", f"Commit: a DM cell is left unwritten: {error}") from None
         raise VerifyError("commit-unwritable", f"Commit: cannot write an input axis into DM: {error}") from None
+    except MappingError as error:
+        raise VerifyError("commit-unwritable", f"Commit: cannot write an input axis into DM: {error}") from None
+    _entries(sum(map(len, configs)), "Commit")

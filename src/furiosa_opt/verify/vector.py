@@ -43,16 +43,25 @@ def check_stage(current: str, way: int, method: str, stage: str) -> None:
     if now > rank or (now == rank and not repeats):
         later = [s for s, (r, _, rep) in STAGES.items() if r > now or (r == now and rep)]
         raise VerifyError(
-            "vector-stage-order", f"`{method}` cannot follow the {current} stage of the Vector Engine",
-            notes=(f"after {current} come: {', '.join(later) or 'only vector_final'}",
-                   "the intra-slice chain runs tag → logic → fxp → fxp_to_fp → narrow → fp → fp_div → widen → "
-                   "fp_to_fxp → clip"),
-        )  # fmt: skip
+            "vector-stage-order",
+            f"`{method}` cannot follow the {current} stage of the Vector Engine",
+            notes=(
+                f"after {current} come: {', '.join(later) or 'only vector_final'}",
+                "the intra-slice chain runs tag → logic → fxp → fxp_to_fp → narrow → fp → fp_div → widen → "
+                "fp_to_fxp → clip",
+            ),
+        )
     if way != need:
-        hint = "narrow it first (vector_narrow_split / vector_narrow_trim)" if need == 4 else (
-            "widen it first (vector_widen_concat / vector_widen_pad)")
-        raise VerifyError("vector-way", f"`{method}` needs a {need}-element (Way{need}) stream, this one is Way{way}",
-                          notes=(hint,))
+        hint = (
+            "narrow it first (vector_narrow_split / vector_narrow_trim)"
+            if need == 4
+            else ("widen it first (vector_widen_concat / vector_widen_pad)")
+        )
+        raise VerifyError(
+            "vector-way",
+            f"`{method}` needs a {need}-element (Way{need}) stream, this one is Way{way}",
+            notes=(hint,),
+        )
 
 
 def check_scalar(dtype: DType, wanted: DType, method: str) -> None:
@@ -62,14 +71,20 @@ def check_scalar(dtype: DType, wanted: DType, method: str) -> None:
 
 def check_alu(alu, used: frozenset, method: str) -> None:
     if alu is not None and alu in used:
-        raise VerifyError("vector-alu", f"`{method}`: {alu.name} is already in use",
-                          notes=("each ALU serves one op per Vector Engine pass",))
+        raise VerifyError(
+            "vector-alu",
+            f"`{method}`: {alu.name} is already in use",
+            notes=("each ALU serves one op per Vector Engine pass",),
+        )
 
 
 def check_tag_packet(packet: Mapping) -> None:
     if packet.size != RNGD.ve_lanes:
-        raise VerifyError("vector-packet", f"VectorTensor requires Packet of {RNGD.ve_lanes} elements (one flit) "
-                                           f"in Way8 mode, got {_show(packet)} ({packet.size} elements)")
+        raise VerifyError(
+            "vector-packet",
+            f"VectorTensor requires Packet of {RNGD.ve_lanes} elements (one flit) "
+            f"in Way8 mode, got {_show(packet)} ({packet.size} elements)",
+        )
 
 
 def check_narrow_split(time: Mapping, packet: Mapping, time2: Mapping, packet2: Mapping) -> None:
@@ -83,8 +98,11 @@ def check_narrow_trim(packet: Mapping, packet2: Mapping) -> None:
     _packet_size(packet, RNGD.ve_lanes, "vector_narrow_trim")
     outer, inner = split_at(packet, HALF)
     if not is_padding(outer):
-        raise VerifyError("vector-narrow-trim", f"vector_narrow_trim: the back {HALF} lanes of {_show(packet)} must "
-                                                f"be dummy (`1 # 2`), they hold {_show(outer)}")
+        raise VerifyError(
+            "vector-narrow-trim",
+            f"vector_narrow_trim: the back {HALF} lanes of {_show(packet)} must "
+            f"be dummy (`1 # 2`), they hold {_show(outer)}",
+        )
     _equal("vector_narrow_trim", "packet", inner, packet2)
 
 
@@ -104,11 +122,15 @@ def check_widen_pad(packet: Mapping, packet2: Mapping) -> None:
 
 def _packet_size(packet: Mapping, size: int, method: str) -> None:
     if packet.size != size:
-        raise VerifyError("vector-packet", f"{method}: the packet must hold {size} elements, {_show(packet)} "
-                                           f"holds {packet.size}")
+        raise VerifyError(
+            "vector-packet",
+            f"{method}: the packet must hold {size} elements, {_show(packet)} holds {packet.size}",
+        )
 
 
 def _equal(method: str, what: str, expected: Mapping, got: Mapping) -> None:
     if expected != got:
-        raise VerifyError(f"vector-{what}-mismatch", f"{method}: {what} mismatch. Expected: {_show(expected)}, "
-                                                     f"got: {_show(got)}")
+        raise VerifyError(
+            f"vector-{what}-mismatch",
+            f"{method}: {what} mismatch. Expected: {_show(expected)}, got: {_show(got)}",
+        )

@@ -23,8 +23,10 @@ def main() -> int:
     exact = round_bf16(sequential_dot(lhs, rhs))
     wide = float(np.dot(lhs.astype(np.float64), rhs.astype(np.float64)))
     ok = bool(out.view(np.uint16) == exact.view(np.uint16)) and bool(within(out, np.float64(wide), 0.02, 0.5))
-    print(f"dot_product: {float(out):+.4f} (bf16); sequential f32 oracle {float(exact):+.4f}; f64 {wide:+.4f}; "
-          f"{'ok' if ok else 'MISMATCH'}")
+    print(
+        f"dot_product: {float(out):+.4f} (bf16); sequential f32 oracle {float(exact):+.4f}; f64 {wide:+.4f}; "
+        f"{'ok' if ok else 'MISMATCH'}"
+    )
     return 0 if ok else 1
 
 

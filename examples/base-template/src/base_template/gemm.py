@@ -24,8 +24,10 @@ def main() -> int:
     cells = I.size * J.size
     same = int(np.sum(out.view(np.uint16) == exact.view(np.uint16)))
     close = int(np.sum(within(out, a.astype(np.float64) @ b.astype(np.float64).T, 0.05, 1.0)))
-    print(f"gemm: C[{I.size}×{J.size}] bf16 over K={K.size}; {same}/{cells} equal the sequential-f32 oracle bit "
-          f"for bit, {close}/{cells} within tolerance of float64")
+    print(
+        f"gemm: C[{I.size}×{J.size}] bf16 over K={K.size}; {same}/{cells} equal the sequential-f32 oracle bit "
+        f"for bit, {close}/{cells} within tolerance of float64"
+    )
     return 0 if same == close == cells else 1
 
 

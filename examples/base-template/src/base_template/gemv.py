@@ -23,8 +23,10 @@ def main() -> int:
     exact = round_bf16(sequential_dot(matrix, vector[None, :]))
     same = int(np.sum(out.view(np.uint16) == exact.view(np.uint16)))
     close = int(np.sum(within(out, matrix.astype(np.float64) @ vector.astype(np.float64), 0.02, 0.5)))
-    print(f"gemv: y[{I.size}] bf16; {same}/{I.size} equal the sequential-f32 oracle bit for bit, "
-          f"{close}/{I.size} within tolerance of float64")
+    print(
+        f"gemv: y[{I.size}] bf16; {same}/{I.size} equal the sequential-f32 oracle bit for bit, "
+        f"{close}/{I.size} within tolerance of float64"
+    )
     return 0 if same == close == I.size else 1
 
 

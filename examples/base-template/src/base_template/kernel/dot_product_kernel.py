@@ -17,12 +17,7 @@ def dot_product_kernel(
 ) -> HbmTensor[bf16, Chip, m["1"]]:
     lhs = lhs.to_dm(ctx.tdma, Cluster, Slice, m["A"])
     rhs = rhs.to_dm(ctx.tdma, Cluster, Slice, m["A"])
-    rhs = (
-        ctx.sub.begin(rhs.view())
-        .fetch(Time, m["A"])
-        .collect(m["Time, A / 16"], m["A % 16"])
-        .to_trf(Lane, m["A"])
-    )
+    rhs = ctx.sub.begin(rhs.view()).fetch(Time, m["A"]).collect(m["Time, A / 16"], m["A % 16"]).to_trf(Lane, m["A"])
     result = (
         ctx.main.begin(lhs.view())
         .fetch(Time, m["A"])

@@ -19,10 +19,7 @@ def gemv_kernel(
     matrix = matrix.to_dm(ctx.tdma, Cluster, Slice, m["J"])
     vector = vector.to_dm(ctx.tdma, Cluster, Slice, m["J"])  # broadcast to every slice
     vector_trf = (
-        ctx.sub.begin(vector.view())
-        .fetch(m["1"], m["J"])
-        .collect(m["J / 16"], m["J % 16"])
-        .to_trf(Lane, m["J"])
+        ctx.sub.begin(vector.view()).fetch(m["1"], m["J"]).collect(m["J / 16"], m["J % 16"]).to_trf(Lane, m["J"])
     )
     result = (
         ctx.main.begin(matrix.view())
