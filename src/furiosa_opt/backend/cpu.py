@@ -74,8 +74,8 @@ def compose(inner: np.ndarray | None, outer: np.ndarray) -> np.ndarray:
     return _memo((inner, outer), lambda: np.where(outer >= 0, inner[np.maximum(outer, 0)], -1))
 
 
-def relayout(buf: Buf, src: Factors, dst: Factors, broadcast: bool) -> Buf:
-    return Buf(buf.base, compose(buf.index, relayout_index(src, dst, broadcast)))
+def relayout(buf: Buf, src: Factors, dst: Factors, broadcast: bool, drop: bool = False) -> Buf:
+    return Buf(buf.base, compose(buf.index, relayout_index(src, dst, broadcast, drop)))
 
 
 def elementwise(fn, *bufs: Buf) -> Buf:

@@ -91,12 +91,13 @@ class Stream:
         broadcast: bool,
         dtype: DType | None = None,
         data: cpu.Buf | None = None,
+        drop: bool = False,
     ) -> Stream:
         """The same values re-laid out over a new time and packet (a relayout by logical index)."""
         source = self.data if data is None else data
         target = pair(*self.spatial, time, packet)
         try:
-            moved = cpu.relayout(source, self.layout.factors, target.factors, broadcast)
+            moved = cpu.relayout(source, self.layout.factors, target.factors, broadcast, drop)
         except MappingError as error:
             raise VerifyError(f"{stage}-relayout", f"{stage}: {error}") from None
         return Stream(self.ctx, stage, dtype or self.dtype, self.spatial, time, packet, moved)
@@ -182,7 +183,7 @@ class Stream:
         self._expect("commit_trim")
         _materializable(self.dtype, "commit_trim")
         rules.check_commit_trim(self.dtype, self.packet, packet)
-        return self._next("commit_trim", self.time, packet, broadcast=False)
+        return self._next("commit_trim", self.time, packet, broadcast=False, drop=True)
 
     @user_facing
     def commit_cast(self, dtype: DType = dtypes.bf16) -> Stream:

@@ -111,11 +111,12 @@ def _pad_marker(text: str, pos: int) -> tuple[PadKind, int]:
 
 
 class _Parser:
-    def __init__(self, text: str, scope: tuple[dict[str, Any], dict[str, Any]]):
+    def __init__(self, text: str, scope: tuple[dict[str, Any], dict[str, Any]], outer: tuple[dict, ...] = ()):
         self.text = text
         self.tokens = tokenize(text)
         self.i = 0
         self.globals, self.locals = scope
+        self.outer = outer  # callers' locals: names a lambda or comprehension sees only by closure
 
     def fail(self, token: Token, reason: str) -> MappingSyntaxError:
         return MappingSyntaxError(self.text, token.col, reason)
@@ -201,7 +202,7 @@ class _Parser:
         raise self.fail(token, f"expected a number after the operator, found {found}")
 
     def lookup(self, token: Token) -> Any:
-        for namespace in (self.locals, self.globals):
+        for namespace in (self.locals, self.globals, *self.outer):
             if token.text in namespace:
                 return namespace[token.text]
         raise self.fail(token, f"unknown axis `{token.text}`: declare it with `{token.text} = axes(...)`")
@@ -220,12 +221,25 @@ class _Parser:
         raise self.fail(token, f"`{token.text}` is not an axis or a mapping (it is a {type(value).__name__})")
 
 
-def parse(text: str, globals_: dict[str, Any], locals_: dict[str, Any] | None = None) -> Mapping:
-    """Parse `text` with names resolved in the given scope."""
+def parse(
+    text: str, globals_: dict[str, Any], locals_: dict[str, Any] | None = None, outer: tuple[dict, ...] = ()
+) -> Mapping:
+    """Parse `text` with names resolved in the given scope, then in `outer` namespaces in order."""
     if not isinstance(text, str):
         raise MappingError(f"a mapping expression is a string, got {type(text).__name__}")
-    node = _Parser(text, (globals_, locals_ if locals_ is not None else globals_)).parse()
+    node = _Parser(text, (globals_, locals_ if locals_ is not None else globals_), outer).parse()
     return Mapping.from_node(node)
+
+
+def _callers(frame, depth: int = 4) -> tuple[dict, ...]:
+    """Locals of the frames that called `frame`: a string names an axis without capturing it, so a
+    lambda or comprehension inside a function would otherwise not see the function's axes."""
+    found = []
+    frame = frame.f_back
+    while frame is not None and len(found) < depth:
+        found.append(frame.f_locals)
+        frame = frame.f_back
+    return tuple(found)
 
 
 class _MappingLiteral:
@@ -235,7 +249,7 @@ class _MappingLiteral:
     def __getitem__(self, key: str | Axis | Mapping | int | tuple) -> Mapping:
         if isinstance(key, str):
             frame = sys._getframe(2)  # the caller of the user_facing wrapper
-            return parse(key, frame.f_globals, frame.f_locals)
+            return parse(key, frame.f_globals, frame.f_locals, _callers(frame))
         items = key if isinstance(key, tuple) else (key,)
         if not items:
             raise MappingError("m[()] is empty: a mapping needs at least one item")

@@ -28,8 +28,9 @@ class RelayoutError(MappingError):
         super().__init__(message)
 
 
-def check_relayout(src: Factors, dst: Factors, allow_broadcast: bool) -> None:
-    """Raise MappingError if `dst` cannot be filled from `src` by logical index."""
+def check_relayout(src: Factors, dst: Factors, allow_broadcast: bool, allow_drop: bool = False) -> None:
+    """Raise RelayoutError if `dst` cannot be filled from `src` by logical index. `allow_drop` lets the
+    destination leave source cells unread (a trim such as `commit_trim`'s resize)."""
     where = f"relayout from `{render_factors(src)}` to `{render_factors(dst)}`"
     try:
         src_subs, dst_subs = refine(src, dst)
@@ -39,7 +40,7 @@ def check_relayout(src: Factors, dst: Factors, allow_broadcast: bool) -> None:
     held = {(d.key, d.cut): d.count for d in src_subs}
     for d in src_subs:
         count = reads.get((d.key, d.cut), 0)
-        if count < d.count:
+        if count < d.count and not allow_drop:
             part = describe_subdigit(d.key, d.cut, d.count)
             raise RelayoutError(
                 "unread", f"{where}: source axis `{part}` is not fully read (every live source cell must be)"
@@ -84,9 +85,9 @@ def position_of(fs: Factors, coords: dict[str, np.ndarray], shape: tuple[int, ..
 
 
 @lru_cache(maxsize=1024)
-def relayout_index(src: Factors, dst: Factors, allow_broadcast: bool = True) -> np.ndarray:
+def relayout_index(src: Factors, dst: Factors, allow_broadcast: bool = True, allow_drop: bool = False) -> np.ndarray:
     """Source position per destination position (-1 at destination padding). Cached per pair."""
-    check_relayout(src, dst, allow_broadcast)
+    check_relayout(src, dst, allow_broadcast, allow_drop)
     total = size(dst)
     out = np.empty(total, dtype=np.int64)
     for start in range(0, total, _CHUNK):
