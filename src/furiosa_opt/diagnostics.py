@@ -77,12 +77,12 @@ class VerifyError(FuriosaOptError):
 
 
 def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | None:
-    """The same traceback without furiosa_opt's frames (at least one frame is kept)."""
+    """The same traceback without furiosa_opt's frames (user code the error passed through stays)."""
     frames = []
     while tb is not None:
         frames.append(tb)
         tb = tb.tb_next
-    kept = [t for t in frames if not _internal(t.tb_frame.f_code.co_filename)] or frames[-1:]
+    kept = [t for t in frames if not _internal(t.tb_frame.f_code.co_filename)]
     result = None
     for t in reversed(kept):
         result = types.TracebackType(result, t.tb_frame, t.tb_lasti, t.tb_lineno)

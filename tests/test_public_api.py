@@ -1,0 +1,31 @@
+"""The public names of shared/DESIGN.md §2.2 are a contract: pin them."""
+
+import furiosa_opt
+
+CONTRACT = {
+    "axes", "m", "device", "launch", "Context", "HostTensor", "HbmTensor", "DmTensor", "TrfTensor", "VrfTensor",
+    "i4", "i8", "i16", "i32", "u8", "f32", "bf16", "f8e4m3", "f8e5m2", "f4e2m1", "LaneMode", "TagMode",
+    "FxpBinaryOp", "FpBinaryOp",
+}  # fmt: skip
+
+
+def test_contract_names_are_exported():
+    missing = CONTRACT - set(furiosa_opt.__all__)
+    assert not missing
+    for name in furiosa_opt.__all__:
+        assert hasattr(furiosa_opt, name), name
+
+
+def test_star_import_gives_exactly_all():
+    scope: dict = {}
+    exec("from furiosa_opt import *", scope)
+    assert set(scope) - {"__builtins__"} == set(furiosa_opt.__all__)
+
+
+def test_tensor_methods_of_the_contract():
+    for cls, methods in [
+        (furiosa_opt.HostTensor, ["from_numpy", "rand", "zeros", "to_numpy", "to_hbm"]),
+        (furiosa_opt.HbmTensor, ["to_host", "to_dm", "view", "view_mut", "new"]),
+    ]:
+        for method in methods:
+            assert callable(getattr(cls, method)), f"{cls.__name__}.{method}"
