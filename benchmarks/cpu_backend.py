@@ -63,8 +63,10 @@ def main() -> int:
         kernel = best_of(args.repeats, run_launch)
         reference = best_of(args.repeats, lambda: numpy_gemm(a_np, b_np))
     ratio = kernel / reference
-    print(f"gemm {I.size}×{J.size}×{K.size}: launch {kernel * 1e3:.1f} ms, numpy {reference * 1e3:.1f} ms, "
-          f"ratio {ratio:.2f}× (target ≤ 3×)")
+    print(
+        f"gemm {I.size}×{J.size}×{K.size}: launch {kernel * 1e3:.1f} ms, numpy {reference * 1e3:.1f} ms, "
+        f"ratio {ratio:.2f}× (target ≤ 3×)"
+    )
     if args.cold:
         print(f"first launch (builds and caches the index maps): {cold:.2f} s")
     return 0

@@ -135,7 +135,7 @@ def _brute_force(src, dst):
     return out
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(layout_pairs())
 def test_index_map_matches_a_search_and_its_inverse_restores_live_cells(pair):
     src, dst = pair

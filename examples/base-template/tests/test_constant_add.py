@@ -1,7 +1,7 @@
 import numpy as np
+
 from base_template.constant_add import run
 from base_template.kernel.constant_add_kernel import A, constant_add_kernel
-
 from furiosa_opt import Context, HostTensor, i32, launch, m
 
 

@@ -1,4 +1,5 @@
 import numpy as np
+
 from base_template.elementwise_mul import run
 
 

@@ -1,4 +1,5 @@
 import numpy as np
+
 from base_template.gemm import run
 from base_template.oracle import round_bf16, sequential_dot, within
 

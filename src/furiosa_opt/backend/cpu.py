@@ -15,9 +15,7 @@ import numpy as np
 
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.mapping.factors import Factors, size
-from furiosa_opt.mapping.relayout import position_of, relayout_index
-
-_CHUNK = 1 << 21
+from furiosa_opt.mapping.relayout import relayout_index
 
 
 @dataclass(eq=False)
@@ -124,31 +122,29 @@ class ContractionPlan:
 
 @lru_cache(maxsize=64)
 def contraction_plan(lhs_map: Factors, rhs_map: Factors, pre_reduce: Factors, out: Factors) -> ContractionPlan:
-    """For each output cell, the operand positions of its contributions in `pre_reduce` wire order."""
-    total = size(pre_reduce)
-    outs, lhs, rhs = [], [], []
-    for start in range(0, total, _CHUNK):
-        positions = np.arange(start, min(total, start + _CHUNK), dtype=np.int64)
-        layout = evaluate(pre_reduce, positions)
-        live = layout.live
-        coords = {name: value[live] for name, value in layout.coords.items()}
-        shape = (int(live.sum()),)
-        outs.append(position_of(out, coords, shape))
-        lhs.append(position_of(lhs_map, coords, shape))
-        rhs.append(position_of(rhs_map, coords, shape))
-    out_pos, lhs_pos, rhs_pos = (np.concatenate(parts) for parts in (outs, lhs, rhs))
-    order = np.argsort(out_pos, kind="stable")  # stable: keeps pre_reduce order within each output
-    targets, counts = np.unique(out_pos[order], return_counts=True)
-    if len(counts) and counts.min() != counts.max():
-        raise ValueError("a contraction whose outputs sum different numbers of terms")
-    steps = int(counts[0]) if len(counts) else 0
+    """For each output cell, the operand positions of its contributions in `pre_reduce` wire order.
 
-    def step_major(positions: np.ndarray) -> np.ndarray:
-        flat = positions[order].reshape(-1, steps).T.ravel()
+    Each operand (and the output) is read at every `pre_reduce` position by a broadcasting relayout:
+    the stream lacks the Lane axes, the TRF lacks the stream-only axes, the output lacks the contracted
+    ones."""
+    out_pos = relayout_index(out, pre_reduce, True, True)
+    live = np.flatnonzero(out_pos >= 0)
+    out_live = out_pos[live]
+    order = np.argsort(out_live, kind="stable")  # stable: keeps pre_reduce order within each output
+    grouped = out_live[order]
+    steps = int(np.count_nonzero(grouped == grouped[0])) if len(grouped) else 0
+    table = grouped.reshape(-1, steps) if steps else grouped.reshape(0, 0)
+    if steps and not (table == table[:, :1]).all():
+        raise ValueError("a contraction whose outputs sum different numbers of terms")
+    picked = live[order]
+
+    def step_major(operand: Factors) -> np.ndarray:
+        positions = relayout_index(operand, pre_reduce, True, True)[picked]
+        flat = positions.reshape(-1, steps).T.ravel() if steps else positions
         flat.flags.writeable = False
         return flat
 
-    return ContractionPlan(targets, steps, step_major(lhs_pos), step_major(rhs_pos))
+    return ContractionPlan(table[:, 0].copy() if steps else grouped, steps, step_major(lhs_map), step_major(rhs_map))
 
 
 def contract(lhs: Buf, rhs: Buf, plan: ContractionPlan, out_size: int, widen, acc: np.dtype) -> Buf:

@@ -112,3 +112,10 @@ def refine(*mappings: Factors) -> list[list[SubDigit]]:
     sides = [digits(fs) for fs in mappings]
     cuts = chains(*sides)
     return [split(side, cuts) for side in sides]
+
+
+def describe_subdigit(key, cut: int, count: int) -> str:
+    text = key_name(key)
+    if cut > 1:
+        text += f" / {cut}"
+    return f"{text} % {count}"

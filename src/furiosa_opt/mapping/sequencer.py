@@ -26,8 +26,7 @@ from furiosa_opt.mapping.algebra import derived, replace_subdigits
 from furiosa_opt.mapping.evaluate import LIVE, evaluate
 from furiosa_opt.mapping.expr import Mapping, MappingError, PadKind
 from furiosa_opt.mapping.factors import BC, Comp, Factor, Factors, concat, render_factors, size
-from furiosa_opt.mapping.refine import SubDigit, refine
-from furiosa_opt.mapping.relayout import describe_subdigit
+from furiosa_opt.mapping.refine import SubDigit, describe_subdigit, refine
 
 KINDS = ("StreamUnmatchedSegment", "InputBottomPadding", "Unconsumed")
 _VALIDATE_LIMIT = 1 << 22  # write configs up to this many stream/memory cells are checked cell by cell
