@@ -1,1 +1,32 @@
-"""Backends: `cpu` executes kernels on numpy buffers; the tracer and the NPU runtime come later."""
+"""Backends: what the kernel language's operations do.
+
+The language layer (`lang/`) checks each operation with `verify/`, then calls the active backend
+through one small interface — `relayout`, `elementwise`, `constant`, `zeros`, `window_read`,
+`window_write`, `contraction` for values, and `record` to note the operation itself. `cpu` computes
+with numpy (the default); the tracer (`trace.py`) computes nothing and records vISA.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from furiosa_opt.backend import cpu
+
+_ACTIVE: ContextVar[Any] = ContextVar("furiosa_opt_backend", default=cpu)
+
+
+def active() -> Any:
+    """The backend operations run on: the `cpu` module unless a tracer is installed."""
+    return _ACTIVE.get()
+
+
+@contextmanager
+def using(backend: Any) -> Iterator[Any]:
+    token = _ACTIVE.set(backend)
+    try:
+        yield backend
+    finally:
+        _ACTIVE.reset(token)

@@ -48,6 +48,14 @@ def zeros(storage: np.dtype, count: int) -> Buf:
     return Buf(np.zeros(count, dtype=storage))
 
 
+def constant(value: int | float, storage: np.dtype, count: int) -> Buf:
+    return Buf(np.full(count, value, dtype=storage))
+
+
+def record(name: str, operands: tuple, results: tuple, **attrs) -> None:
+    """The CPU backend executes as it goes; there is nothing to record."""
+
+
 _MEMO: dict[tuple[int, ...], tuple[tuple[np.ndarray, ...], np.ndarray]] = {}
 
 
@@ -102,11 +110,13 @@ def window_read(buf: Buf, outer: int, element: int, window: int, view: Factors) 
     return Buf(buf.base, compose(buf.index, window_index(outer, element, window, view)))
 
 
-def window_write(dest: np.ndarray, outer: int, element: int, window: int, view: Factors, src: Buf) -> None:
-    """Write the live cells of a view (laid out as [outer, view]) into `dest` in place."""
+def window_write(base: Buf, outer: int, element: int, window: int, view: Factors, src: Buf) -> Buf:
+    """The base buffer with the live cells of a view (`src`, laid out as [outer, view]) written in."""
     index = window_index(outer, element, window, view)
     live = index >= 0
-    dest[index[live]] = src.values()[live]
+    written = base.values().copy()
+    written[index[live]] = src.values()[live]
+    return fresh(written)
 
 
 # ---- contraction ------------------------------------------------------------------------------------
@@ -145,6 +155,14 @@ def contraction_plan(lhs_map: Factors, rhs_map: Factors, pre_reduce: Factors, ou
         return flat
 
     return ContractionPlan(table[:, 0].copy() if steps else grouped, steps, step_major(lhs_map), step_major(rhs_map))
+
+
+def contraction(
+    lhs: Buf, lhs_map: Factors, rhs: Buf, rhs_map: Factors, pre_reduce: Factors, out: Factors, widen, acc: np.dtype
+) -> Buf:
+    """The fused contraction onto `out`: every output cell folds its `pre_reduce` terms in order."""
+    plan = contraction_plan(lhs_map, rhs_map, pre_reduce, out)
+    return contract(lhs, rhs, plan, size(out), widen, acc)
 
 
 def contract(lhs: Buf, rhs: Buf, plan: ContractionPlan, out_size: int, widen, acc: np.dtype) -> Buf:

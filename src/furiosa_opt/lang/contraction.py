@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from furiosa_opt import dtypes
-from furiosa_opt.backend import cpu
+from furiosa_opt.backend import active
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.stream import Stream
@@ -52,14 +52,18 @@ class Contraction:
         self._expect("contract_packet", "contract_outer")
         p = self._pending
         rules.check_contract_packet(p.stream.dtype, p.packet, packet)
-        return Contraction(replace(p, packet2=packet), "contract_packet")
+        result = Contraction(replace(p, packet2=packet), "contract_packet")
+        active().record("contract_packet", (self,), (result,), packet=packet)
+        return result
 
     @user_facing
     def contract_time(self, time: Mapping) -> Contraction:
         """Sum the time axes that `time` drops; the kept ones stay in order."""
         self._expect("contract_time", "contract_packet")
         rules.check_contract_time(self._pending.time, time)
-        return Contraction(replace(self._pending, time2=time), "contract_time")
+        result = Contraction(replace(self._pending, time2=time), "contract_time")
+        active().record("contract_time", (self,), (result,), time=time)
+        return result
 
     @user_facing
     def contract_lane(self, mode: LaneMode, time: Mapping, packet: Mapping) -> Stream:
@@ -71,13 +75,22 @@ class Contraction:
         stream = p.stream
         reduced = pair(*stream.spatial, lane, p.time2, p.packet2)
         pre_reduce = pair(*stream.spatial, lane, p.time, p.packet)
-        plan = cpu.contraction_plan(stream.layout.factors, p.trf.storage.factors, pre_reduce.factors, reduced.factors)
-        values = cpu.contract(
-            stream.data, p.trf.data, plan, reduced.size, _widener(p.acc, stream.dtype, p.trf.dtype), p.acc.storage
+        backend = active()
+        values = backend.contraction(
+            stream.data,
+            stream.layout.factors,
+            p.trf.data,
+            p.trf.storage.factors,
+            pre_reduce.factors,
+            reduced.factors,
+            _widener(p.acc, stream.dtype, p.trf.dtype),
+            p.acc.storage,
         )
         out = pair(*stream.spatial, time, packet)
-        folded = cpu.relayout(values, reduced.factors, out.factors, False)
-        return Stream(stream.ctx, "contract_lane", p.acc, stream.spatial, time, packet, folded)
+        folded = backend.relayout(values, reduced.factors, out.factors, False)
+        result = Stream(stream.ctx, "contract_lane", p.acc, stream.spatial, time, packet, folded)
+        backend.record("contract_lane", (self,), (result,), mode=mode, time=time, packet=packet)
+        return result
 
 
 def contract_outer(stream: Stream, trf: TrfTensor, time: Mapping, packet: Mapping) -> Contraction:
@@ -91,7 +104,9 @@ def contract_outer(stream: Stream, trf: TrfTensor, time: Mapping, packet: Mappin
             )
     acc = rules.accumulator(stream.dtype, trf.dtype)
     rules.check_stream_adapter(stream.dtype, trf.params[3], stream.time, stream.packet, time, packet)
-    return Contraction(_Pending(stream, trf, acc, time, packet), "contract_outer")
+    result = Contraction(_Pending(stream, trf, acc, time, packet), "contract_outer")
+    active().record("contract_outer", (stream, trf), (result,), time=time, packet=packet)
+    return result
 
 
 def _widener(acc: DType, *operands: DType):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from furiosa_opt import dtypes
-from furiosa_opt.backend import cpu
+from furiosa_opt.backend import active
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.context import TuContext
@@ -57,7 +57,7 @@ class Stream:
         spatial: tuple[Mapping, Mapping, Mapping],
         time: Mapping,
         packet: Mapping,
-        data: cpu.Buf,
+        data: object,
     ):
         verify_memory.check_spatial(spatial[1], spatial[2], stage)
         self.ctx, self.stage, self.dtype, self.spatial = ctx, stage, dtype, spatial
@@ -90,17 +90,22 @@ class Stream:
         packet: Mapping,
         broadcast: bool,
         dtype: DType | None = None,
-        data: cpu.Buf | None = None,
+        data: object = None,
         drop: bool = False,
     ) -> Stream:
         """The same values re-laid out over a new time and packet (a relayout by logical index)."""
         source = self.data if data is None else data
         target = pair(*self.spatial, time, packet)
         try:
-            moved = cpu.relayout(source, self.layout.factors, target.factors, broadcast, drop)
+            moved = active().relayout(source, self.layout.factors, target.factors, broadcast, drop)
         except MappingError as error:
             raise VerifyError(f"{stage}-relayout", f"{stage}: {error}") from None
         return Stream(self.ctx, stage, dtype or self.dtype, self.spatial, time, packet, moved)
+
+    def _recorded(self, result, name: str, **attrs):
+        """Note the operation with the backend (the tracer turns it into a vISA op) and return `result`."""
+        active().record(name, (self,), (result,), **attrs)
+        return result
 
     # ---- fetch and its adapter ----
 
@@ -109,14 +114,15 @@ class Stream:
         """Read the DM view as `time` steps of `packet` elements (axes the view lacks are re-read)."""
         self._expect("fetch")
         rules.check_fetch(self.time, self.packet, time, packet)
-        return self._next("fetch", time, packet, broadcast=True)
+        return self._recorded(self._next("fetch", time, packet, broadcast=True), "fetch", time=time, packet=packet)
 
     @user_facing
     def fetch_cast(self, dtype: DType) -> Stream:
         self._expect("fetch_cast")
         rules.check_fetch_cast(self.dtype, dtype)
-        data = cpu.elementwise(lambda v: convert(v, self.dtype, dtype), self.data)
-        return Stream(self.ctx, "fetch_cast", dtype, self.spatial, self.time, self.packet, data)
+        data = active().elementwise(lambda v: convert(v, self.dtype, dtype), self.data)
+        result = Stream(self.ctx, "fetch_cast", dtype, self.spatial, self.time, self.packet, data)
+        return self._recorded(result, "fetch_cast", dtype=dtype)
 
     @user_facing
     def collect(self, time: Mapping, packet: Mapping) -> Stream:
@@ -124,7 +130,8 @@ class Stream:
         self._expect("collect")
         rules.check_flit_aligned(self.dtype, self.packet, "collect")
         rules.check_collect(self.dtype, self.time, self.packet, time, packet)
-        return self._next("collect", time, packet, broadcast=False)
+        result = self._next("collect", time, packet, broadcast=False)
+        return self._recorded(result, "collect", time=time, packet=packet)
 
     # ---- register files ----
 
@@ -135,8 +142,9 @@ class Stream:
         _materializable(self.dtype, "to_trf")
         rules.check_to_trf(self.dtype, self.time, self.packet, lane, element)
         target = pair(*self.spatial, lane, element)
-        data = cpu.relayout(self.data, self.layout.factors, target.factors, False)
-        return TrfTensor(self.dtype, (*self.spatial, lane, element), data)
+        data = active().relayout(self.data, self.layout.factors, target.factors, False)
+        result = TrfTensor(self.dtype, (*self.spatial, lane, element), data)
+        return self._recorded(result, "to_trf", lane=lane, element=element)
 
     @user_facing
     def to_vrf(self, element: Mapping) -> VrfTensor:
@@ -144,10 +152,10 @@ class Stream:
         self._expect("to_vrf")
         target = pair(*self.spatial, element)
         try:
-            data = cpu.relayout(self.data, self.layout.factors, target.factors, False)
+            data = active().relayout(self.data, self.layout.factors, target.factors, False)
         except MappingError as error:
             raise VerifyError("to_vrf-relayout", f"to_vrf: {error}") from None
-        return VrfTensor(self.dtype, (*self.spatial, element), data)
+        return self._recorded(VrfTensor(self.dtype, (*self.spatial, element), data), "to_vrf", element=element)
 
     # ---- compute engines ----
 
@@ -172,8 +180,9 @@ class Stream:
         """Narrow one flit into one flit (i32 → i4/i8/i16 wrap; f32 → bf16/f8 with hardware rounding)."""
         self._expect("cast")
         rules.check_cast(self.dtype, dtype, self.packet, packet)
-        data = cpu.elementwise(lambda v: convert(v, self.dtype, dtype), self.data)
-        return self._next("cast", self.time, packet, broadcast=False, dtype=dtype, data=data)
+        data = active().elementwise(lambda v: convert(v, self.dtype, dtype), self.data)
+        result = self._next("cast", self.time, packet, broadcast=False, dtype=dtype, data=data)
+        return self._recorded(result, "cast", dtype=dtype, packet=packet)
 
     # ---- commit ----
 
@@ -183,7 +192,8 @@ class Stream:
         self._expect("commit_trim")
         _materializable(self.dtype, "commit_trim")
         rules.check_commit_trim(self.dtype, self.packet, packet)
-        return self._next("commit_trim", self.time, packet, broadcast=False, drop=True)
+        result = self._next("commit_trim", self.time, packet, broadcast=False, drop=True)
+        return self._recorded(result, "commit_trim", packet=packet)
 
     @user_facing
     def commit_cast(self, dtype: DType = dtypes.bf16) -> Stream:
@@ -197,8 +207,9 @@ class Stream:
         self._expect("commit_cast_relu" if relu else "commit_cast")
         rules.check_commit_cast(self.packet, self.dtype, dtype)
         convert_ = dtypes.bf16_from_f32_relu_hw if relu else dtypes.bf16_from_f32_hw
-        data = cpu.elementwise(convert_, self.data)
-        return Stream(self.ctx, "commit_cast", dtype, self.spatial, self.time, self.packet, data)
+        data = active().elementwise(convert_, self.data)
+        result = Stream(self.ctx, "commit_cast", dtype, self.spatial, self.time, self.packet, data)
+        return self._recorded(result, "commit_cast_relu" if relu else "commit_cast", dtype=dtype)
 
     @user_facing
     def commit(self, element: Mapping) -> DmTensor:
@@ -206,8 +217,8 @@ class Stream:
         self._expect("commit")
         target = pair(*self.spatial, element)
         rules.check_commit(self.dtype, self.time, self.packet, element)
-        data = cpu.relayout(self.data, self.layout.factors, target.factors, False)
-        return DmTensor(self.dtype, (*self.spatial, element), data)
+        data = active().relayout(self.data, self.layout.factors, target.factors, False)
+        return self._recorded(DmTensor(self.dtype, (*self.spatial, element), data), "commit", element=element)
 
     @user_facing
     def commit_view(self, view: TensorView) -> None:
@@ -221,8 +232,9 @@ class Stream:
                 f"commit_view: a {self.dtype} stream cannot be written into a {view.dtype} tensor",
             )
         rules.check_commit(self.dtype, self.time, self.packet, view.element)
-        data = cpu.relayout(self.data, self.layout.factors, target.factors, False)
+        data = active().relayout(self.data, self.layout.factors, target.factors, False)
         view.write(DmTensor(self.dtype, (*view.outer, view.element), data), "commit_view")
+        active().record("commit_view", (self, view), ())
 
 
 def begin(ctx: TuContext, view: TensorView) -> Stream:
@@ -231,7 +243,9 @@ def begin(ctx: TuContext, view: TensorView) -> Stream:
         raise VerifyError("begin-view", f"begin reads a DM tensor's `view()`, got {view!r}")
     source = view.read()
     chip, cluster, slice_, element = source.params
-    return Stream(ctx, "begin", view.dtype, (chip, cluster, slice_), m["1"], element, source.data)
+    result = Stream(ctx, "begin", view.dtype, (chip, cluster, slice_), m["1"], element, source.data)
+    active().record("begin", (view,), (result,), ctx=ctx)
+    return result
 
 
 def _materializable(dtype: DType, what: str) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from furiosa_opt import dtypes
 from furiosa_opt.arch import RNGD
-from furiosa_opt.backend import cpu
+from furiosa_opt.backend import active, cpu
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.context import DmaContext, expect_context
@@ -54,7 +54,7 @@ class Tensor:
     levels: ClassVar[tuple[str, ...]] = ()
     kind: ClassVar[str] = ""
 
-    def __init__(self, dtype: DType, params: tuple[Mapping, ...], data: cpu.Buf):
+    def __init__(self, dtype: DType, params: tuple[Mapping, ...], data: object):
         self.dtype, self.params, self.data = dtype, tuple(params), data
         self._validate()
 
@@ -100,10 +100,16 @@ def moved(tensor: Tensor, cls: type[Tensor], params: tuple[Mapping, ...], broadc
     """`tensor` re-laid out as a `cls` tensor with `params`, by logical index."""
     target = pair(*params)
     try:
-        data = cpu.relayout(tensor.data, tensor.storage.factors, target.factors, broadcast)
+        data = active().relayout(tensor.data, tensor.storage.factors, target.factors, broadcast)
     except MappingError as error:
         raise VerifyError("relayout", f"{what}: {error}") from None
     return cls(tensor.dtype, params, data)
+
+
+def recorded(name: str, operands: tuple, result, **attrs):
+    """Note a memory operation with the backend (the tracer makes it a vISA op); returns `result`."""
+    active().record(name, operands, () if result is None else (result,), **attrs)
+    return result
 
 
 # ---- host ------------------------------------------------------------------------------------------
@@ -191,7 +197,7 @@ class HostTensor(Tensor):
         """Upload over PCIe; keeps the host mapping on `chip = m["1"]` unless told otherwise."""
         expect_context(pdma, ("pdma",), "HostTensor.to_hbm")
         params = (chip if chip is not None else m["1"], element if element is not None else self.params[0])
-        return moved(self, HbmTensor, params, True, "HostTensor.to_hbm")
+        return recorded("host_to_hbm", (self,), moved(self, HbmTensor, params, True, "HostTensor.to_hbm"))
 
 
 # ---- HBM and DM -------------------------------------------------------------------------------------
@@ -206,28 +212,30 @@ class HbmTensor(Tensor):
     @classmethod
     @user_facing
     def new(cls, dtype: DType, chip: Mapping, element: Mapping) -> HbmTensor:
-        return cls(dtype, (chip, element), cpu.zeros(dtype.storage, chip.size * element.size))
+        tensor = cls(dtype, (chip, element), active().zeros(dtype.storage, chip.size * element.size))
+        return recorded("hbm_new", (), tensor)
 
     @user_facing
     def to_host(self, pdma: DmaContext, element: Mapping | None = None) -> HostTensor:
         expect_context(pdma, ("pdma",), "HbmTensor.to_host")
         target = element if element is not None else self.params[1]
-        return moved(self, HostTensor, (target,), True, "HbmTensor.to_host")
+        return recorded("hbm_to_host", (self,), moved(self, HostTensor, (target,), True, "HbmTensor.to_host"))
 
     @user_facing
     def to_hbm(self, dma: DmaContext, element: Mapping) -> HbmTensor:
         expect_context(dma, ("tdma", "pdma"), "HbmTensor.to_hbm")
-        return moved(self, HbmTensor, (self.params[0], element), True, "HbmTensor.to_hbm")
+        result = moved(self, HbmTensor, (self.params[0], element), True, "HbmTensor.to_hbm")
+        return recorded("hbm_to_hbm", (self,), result, ctx=dma, element=element)
 
     @user_facing
     def to_dm(self, tdma: DmaContext, cluster: Mapping, slice: Mapping, element: Mapping) -> DmTensor:
         return self.view().to_dm(tdma, cluster, slice, element)
 
     def view(self) -> HbmTensorView:
-        return HbmTensorView(self, self.params[1], 0)
+        return recorded("view", (self,), HbmTensorView(self, self.params[1], 0))
 
     def view_mut(self) -> HbmTensorViewMut:
-        return HbmTensorViewMut(self, self.params[1], 0)
+        return recorded("view_mut", (self,), HbmTensorViewMut(self, self.params[1], 0))
 
     @user_facing
     def reshape(self, chip: Mapping, element: Mapping) -> HbmTensor:
@@ -252,13 +260,13 @@ class DmTensor(Tensor):
     @user_facing
     def new(cls, dtype: DType, chip: Mapping, cluster: Mapping, slice: Mapping, element: Mapping) -> DmTensor:
         count = chip.size * cluster.size * slice.size * element.size
-        return cls(dtype, (chip, cluster, slice, element), cpu.zeros(dtype.storage, count))
+        return recorded("dm_new", (), cls(dtype, (chip, cluster, slice, element), active().zeros(dtype.storage, count)))
 
     def view(self) -> DmTensorView:
-        return DmTensorView(self, self.params[3], 0)
+        return recorded("view", (self,), DmTensorView(self, self.params[3], 0))
 
     def view_mut(self) -> DmTensorViewMut:
-        return DmTensorViewMut(self, self.params[3], 0)
+        return recorded("view_mut", (self,), DmTensorViewMut(self, self.params[3], 0))
 
     @user_facing
     def to_hbm(self, tdma: DmaContext, element: Mapping | None = None) -> HbmTensor:
@@ -282,7 +290,7 @@ def _reshaped(tensor: Tensor, params: tuple[Mapping, ...]) -> Tensor:
                 f"reshape: the {level} size must be preserved: `{old}` has {old.size} positions, "
                 f"`{new}` has {new.size}",
             )
-    return type(tensor)(tensor.dtype, params, tensor.data)
+    return recorded("reshape", (tensor,), type(tensor)(tensor.dtype, params, tensor.data), params=params)
 
 
 class TrfTensor(Tensor):
@@ -354,7 +362,8 @@ class TensorView:
             kind = "Bottom" if self.writable else "Top"
             raise VerifyError("tile-start", f"tile start {start} maps to {kind} padding of `{index}`")
         shift = self._shift(cell.index)
-        return type(self)(self.base, element if element is not None else view, self.window + shift)
+        result = type(self)(self.base, element if element is not None else view, self.window + shift)
+        return recorded("tile", (self,), result, start=start, index=index, length=length, element=result.element)
 
     def _shift(self, offset: dict[str, int]) -> int:
         """Element positions between the current window and the cell holding `offset` more."""
@@ -369,7 +378,7 @@ class TensorView:
             check_pad(self.element, element)
         except MappingError as error:
             raise VerifyError("pad-view", str(error)) from None
-        return type(self)(self.base, element, self.window)
+        return recorded("pad", (self,), type(self)(self.base, element, self.window), element=element)
 
     @user_facing
     def unpad(self, element: Mapping) -> TensorView:
@@ -377,13 +386,13 @@ class TensorView:
             check_pad(element, self.element)
         except MappingError as error:
             raise VerifyError("unpad-view", str(error)) from None
-        return type(self)(self.base, element, self.window)
+        return recorded("unpad", (self,), type(self)(self.base, element, self.window), element=element)
 
     def read(self) -> Tensor:
         """The cells this view sees, as a tensor of the base's kind with the view's element."""
         outer, element = self._blocks
         try:
-            data = cpu.window_read(self.base.data, outer, element, self.window, self.element.factors)
+            data = active().window_read(self.base.data, outer, element, self.window, self.element.factors)
         except IndexError as error:
             raise VerifyError("view-bounds", f"the view `{self.element}` at window {self.window}: {error}") from None
         return type(self.base)(self.dtype, (*self.outer, self.element), data)
@@ -391,12 +400,13 @@ class TensorView:
     def write(self, source: Tensor, what: str) -> None:
         """Store `source` (laid out as [outer levels, view element]) into the live cells of the view."""
         outer, element = self._blocks
-        owned = self.base.values().copy()
         try:
-            cpu.window_write(owned, outer, element, self.window, self.element.factors, source.data)
+            written = active().window_write(
+                self.base.data, outer, element, self.window, self.element.factors, source.data
+            )
         except IndexError as error:
             raise VerifyError("view-bounds", f"{what}: the view `{self.element}`: {error}") from None
-        self.base.data = cpu.fresh(owned)
+        self.base.data = written
 
     # ---- moves out of a view (reads) ----
 
@@ -412,7 +422,8 @@ class TensorView:
         verify_memory.check_dma_layout(
             source.storage, pair(*params), source.params[-1], element, self.dtype, RNGD.dma_sram_write_align, what
         )
-        return moved(source, DmTensor, params, True, what)
+        result = moved(source, DmTensor, params, True, what)
+        return recorded("to_dm", (self,), result, ctx=tdma, cluster=cluster, slice=slice, element=element)
 
     @user_facing
     def to_hbm(self, dma: DmaContext, element: Mapping | None = None) -> HbmTensor:
@@ -420,7 +431,8 @@ class TensorView:
         what = f"{type(self.base).__name__}.to_hbm"
         expect_context(dma, allowed, what)
         target = element if element is not None else self.element
-        return moved(self.read(), HbmTensor, (self.outer[0], target), True, what)
+        result = moved(self.read(), HbmTensor, (self.outer[0], target), True, what)
+        return recorded("to_hbm", (self,), result, ctx=dma, element=target)
 
     @user_facing
     def to_dm_view(self, tdma: DmaContext, destination: TensorView) -> None:
@@ -438,6 +450,7 @@ class TensorView:
             "to_dm_view",
         )
         destination.write(moved(source, DmTensor, params, True, "to_dm_view"), "to_dm_view")
+        recorded("to_dm_view", (self, destination), None, ctx=tdma)
 
     @user_facing
     def to_hbm_view(self, dma: DmaContext, destination: TensorView) -> None:
@@ -446,6 +459,7 @@ class TensorView:
         source = self.read()
         target = moved(source, HbmTensor, (*destination.outer, destination.element), True, "to_hbm_view")
         destination.write(target, "to_hbm_view")
+        recorded("to_hbm_view", (self, destination), None, ctx=dma)
 
 
 def _expect_writable(view: object, kind: type[Tensor], what: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from furiosa_opt import dtypes
-from furiosa_opt.backend import cpu
+from furiosa_opt.backend import active
 from furiosa_opt.backend import cpu_vector as ops
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
@@ -25,7 +25,7 @@ from furiosa_opt.verify import vector as rules
 class VectorStream:
     """A stream inside the Vector Engine, with its tags, stage, way and the ALUs it has used."""
 
-    def __init__(self, stream: Stream, tags: cpu.Buf, stage: str, way: int, used: frozenset):
+    def __init__(self, stream: Stream, tags: object, stage: str, way: int, used: frozenset):
         self.stream, self.tags, self.stage, self.way, self.used = stream, tags, stage, way, used
 
     def __repr__(self) -> str:
@@ -38,20 +38,20 @@ class VectorStream:
     def _with(
         self,
         stage: str,
-        data: cpu.Buf,
+        data: object,
         dtype: DType | None = None,
         alu=None,
         way: int | None = None,
         time: Mapping | None = None,
         packet: Mapping | None = None,
-        tags: cpu.Buf | None = None,
+        tags: object = None,
     ) -> VectorStream:
         s = self.stream
         stream = Stream(s.ctx, "vector", dtype or s.dtype, s.spatial, time or s.time, packet or s.packet, data)
         used = self.used | {alu} if alu is not None else self.used
         return VectorStream(stream, tags if tags is not None else self.tags, stage, way or self.way, used)
 
-    def _operand(self, operand: object, method: str) -> np.ndarray:
+    def _operand(self, operand: object, method: str) -> object:
         """A constant, or a VRF tensor broadcast into the stream's layout."""
         if isinstance(operand, VrfTensor):
             if operand.dtype != self.dtype:
@@ -59,17 +59,16 @@ class VectorStream:
                     "vector-operand", f"`{method}`: a {operand.dtype} VRF operand on a {self.dtype} stream"
                 )
             try:
-                moved = cpu.relayout(operand.data, operand.storage.factors, self.stream.layout.factors, True)
+                return active().relayout(operand.data, operand.storage.factors, self.stream.layout.factors, True)
             except MappingError as error:
                 raise VerifyError(
                     "vector-operand", f"`{method}`: the VRF operand does not fit the stream: {error}"
                 ) from None
-            return moved.values()
         if isinstance(operand, bool) or not isinstance(operand, int | float):
             raise VerifyError("vector-operand", f"`{method}` takes a constant or a VrfTensor, got {operand!r}")
         if self.dtype == dtypes.i32 and not isinstance(operand, int):
             raise VerifyError("vector-operand", f"`{method}`: an i32 stream takes an int constant, got {operand!r}")
-        return np.full(len(self.stream.data), operand, dtype=self.dtype.storage)
+        return active().constant(operand, self.dtype.storage, self.stream.layout.size)
 
     def _binary(self, method: str, stage: str, op, operand: object, mode, compute) -> VectorStream:
         rules.check_stage(self.stage, self.way, method, stage)
@@ -77,9 +76,11 @@ class VectorStream:
         alu = alu_of(op)
         rules.check_alu(alu, self.used, method)
         values = self._operand(operand, method)
-        lhs, rhs = ops.apply_arg_mode(mode, self.stream.data.values(), values)
-        with np.errstate(all="ignore"):
-            return self._with(stage, cpu.fresh(compute(op, lhs, rhs)), alu=alu)
+        data = active().elementwise(lambda s, o: compute(op, *ops.apply_arg_mode(mode, s, o)), self.stream.data, values)
+        result = self._with(stage, data, alu=alu)
+        operands = (self, operand) if isinstance(operand, VrfTensor) else (self,)
+        active().record(method, operands, (result,), op=op, operand=None if len(operands) == 2 else operand, mode=mode)
+        return result
 
     # ---- the chain ----
 
@@ -87,8 +88,8 @@ class VectorStream:
     def vector_intra_slice_tag(self, mode: TagMode = TagMode.Zero) -> VectorStream:
         rules.check_stage(self.stage, self.way, "vector_intra_slice_tag", "tag")
         rules.check_tag_packet(self.stream.packet)
-        tags = cpu.fresh(ops.comparison_tags(mode, self.stream.data.values()))
-        return self._with("tag", self.stream.data, tags=tags)
+        tags = active().elementwise(lambda v: ops.comparison_tags(mode, v), self.stream.data)
+        return self._recorded(self._with("tag", self.stream.data, tags=tags), "vector_intra_slice_tag", mode=mode)
 
     @user_facing
     def vector_logic(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
@@ -103,22 +104,26 @@ class VectorStream:
     def vector_fxp_to_fp(self, int_width: int) -> VectorStream:
         rules.check_stage(self.stage, self.way, "vector_fxp_to_fp", "fxp_to_fp")
         rules.check_scalar(self.dtype, dtypes.i32, "vector_fxp_to_fp")
-        data = cpu.fresh(dtypes.fxp_to_fp(self.stream.data.values(), int_width))
-        return self._with("fxp_to_fp", data, dtype=dtypes.f32)
+        data = active().elementwise(lambda v: dtypes.fxp_to_fp(v, int_width), self.stream.data)
+        return self._recorded(self._with("fxp_to_fp", data, dtype=dtypes.f32), "vector_fxp_to_fp", int_width=int_width)
 
     @user_facing
     def vector_narrow_split(self, time: Mapping, packet: Mapping) -> VectorStream:
         """Split each 8-element flit into two 4-element steps (Way8 → Way4)."""
         rules.check_stage(self.stage, self.way, "vector_narrow_split", "narrow")
         rules.check_narrow_split(self.stream.time, self.stream.packet, time, packet)
-        return self._relaid("narrow", time, packet, way=4)
+        return self._recorded(
+            self._relaid("narrow", time, packet, way=4), "vector_narrow_split", time=time, packet=packet
+        )
 
     @user_facing
     def vector_narrow_trim(self, packet: Mapping) -> VectorStream:
         """Drop the back four (dummy) lanes of each flit (Way8 → Way4)."""
         rules.check_stage(self.stage, self.way, "vector_narrow_trim", "narrow")
         rules.check_narrow_trim(self.stream.packet, packet)
-        return self._relaid("narrow", self.stream.time, packet, way=4)
+        return self._recorded(
+            self._relaid("narrow", self.stream.time, packet, way=4), "vector_narrow_trim", packet=packet
+        )
 
     @user_facing
     def vector_fp_unary(self, op) -> VectorStream:
@@ -126,7 +131,8 @@ class VectorStream:
         rules.check_scalar(self.dtype, dtypes.f32, "vector_fp_unary")
         alu = alu_of(op)
         rules.check_alu(alu, self.used, "vector_fp_unary")
-        return self._with("fp", cpu.fresh(ops.fp_unary(op, self.stream.data.values())), alu=alu)
+        data = active().elementwise(lambda v: ops.fp_unary(op, v), self.stream.data)
+        return self._recorded(self._with("fp", data, alu=alu), "vector_fp_unary", op=op)
 
     @user_facing
     def vector_fp_binary(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
@@ -138,21 +144,23 @@ class VectorStream:
         """Join two 4-element steps into one flit (Way4 → Way8)."""
         rules.check_stage(self.stage, self.way, "vector_widen_concat", "widen")
         rules.check_widen_concat(self.stream.time, self.stream.packet, time, packet)
-        return self._relaid("widen", time, packet, way=8)
+        return self._recorded(
+            self._relaid("widen", time, packet, way=8), "vector_widen_concat", time=time, packet=packet
+        )
 
     @user_facing
     def vector_widen_pad(self, packet: Mapping) -> VectorStream:
         """Pad each 4-element step back to a flit (Way4 → Way8)."""
         rules.check_stage(self.stage, self.way, "vector_widen_pad", "widen")
         rules.check_widen_pad(self.stream.packet, packet)
-        return self._relaid("widen", self.stream.time, packet, way=8)
+        return self._recorded(self._relaid("widen", self.stream.time, packet, way=8), "vector_widen_pad", packet=packet)
 
     @user_facing
     def vector_fp_to_fxp(self, int_width: int) -> VectorStream:
         rules.check_stage(self.stage, self.way, "vector_fp_to_fxp", "fp_to_fxp")
         rules.check_scalar(self.dtype, dtypes.f32, "vector_fp_to_fxp")
-        data = cpu.fresh(dtypes.fp_to_fxp(self.stream.data.values(), int_width))
-        return self._with("fp_to_fxp", data, dtype=dtypes.i32)
+        data = active().elementwise(lambda v: dtypes.fp_to_fxp(v, int_width), self.stream.data)
+        return self._recorded(self._with("fp_to_fxp", data, dtype=dtypes.i32), "vector_fp_to_fxp", int_width=int_width)
 
     @user_facing
     def vector_clip(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
@@ -168,17 +176,25 @@ class VectorStream:
                 notes=("vector_widen_concat / vector_widen_pad",),
             )
         s = self.stream
-        return Stream(s.ctx, "vector_final", s.dtype, s.spatial, s.time, s.packet, s.data)
+        return self._recorded(
+            Stream(s.ctx, "vector_final", s.dtype, s.spatial, s.time, s.packet, s.data), "vector_final"
+        )
+
+    def _recorded(self, result: VectorStream | Stream, name: str, **attrs) -> VectorStream | Stream:
+        active().record(name, (self,), (result,), **attrs)
+        return result
 
     def _relaid(self, stage: str, time: Mapping, packet: Mapping, way: int) -> VectorStream:
         s = self.stream
         source, target = s.layout.factors, pair(*s.spatial, time, packet).factors
-        data = cpu.relayout(s.data, source, target, False)
-        tags = cpu.relayout(self.tags, source, target, False)
+        data = active().relayout(s.data, source, target, False)
+        tags = active().relayout(self.tags, source, target, False)
         return self._with(stage, data, way=way, time=time, packet=packet, tags=tags)
 
 
 def vector_init(stream: Stream) -> VectorStream:
     rules.check_entry(stream.dtype)
-    tags = cpu.zeros(np.dtype(np.uint8), len(stream.data))
-    return VectorStream(stream, tags, "init", 8, frozenset())
+    tags = active().zeros(np.dtype(np.uint8), stream.layout.size)
+    result = VectorStream(stream, tags, "init", 8, frozenset())
+    active().record("vector_init", (stream,), (result,))
+    return result
