@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import linecache
 import sys
+import threading
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,9 @@ class Location:
     file: str
     line: int
     function: str
+    column: int = 1  # 1-based, of the expression that made the call
+    end_line: int = 0
+    end_column: int = 0
 
     @property
     def source(self) -> str:
@@ -43,7 +47,20 @@ def user_location(depth: int = 1) -> Location | None:
         frame = frame.f_back
     if frame is None:
         return None
-    return Location(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+    code = frame.f_code
+    line, end_line, column, end_column = _position(code, frame.f_lasti, frame.f_lineno)
+    return Location(code.co_filename, line, code.co_name, column, end_line, end_column)
+
+
+def _position(code: types.CodeType, lasti: int, fallback_line: int) -> tuple[int, int, int, int]:
+    """Line and 1-based columns of the instruction being executed (what the caret points at)."""
+    for index, position in enumerate(code.co_positions()):
+        if index == lasti // 2:
+            line, end_line, column, end_column = position
+            if line is not None and column is not None:
+                return line, end_line or line, column + 1, (end_column or column) + 1
+            break
+    return fallback_line, fallback_line, 1, 1
 
 
 class FuriosaOptError(Exception):
@@ -59,7 +76,10 @@ class VerifyError(FuriosaOptError):
     def __init__(self, rule: str, message: str, notes: tuple[str, ...] = (), location: Location | None = None):
         self.rule, self.message, self.notes = rule, message, tuple(notes)
         self.location = location or user_location(2)
-        super().__init__(self.render())
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        return self.render()
 
     def render(self) -> str:
         lines = [f"error[{self.rule}]: {self.message}"]
@@ -92,14 +112,47 @@ def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | Non
 F = TypeVar("F")
 
 
+_depth = threading.local()
+
+
 def user_facing(function: F) -> F:
-    """Public entry points re-raise furiosa-opt errors with the checker's frames removed."""
+    """Public entry points re-raise furiosa-opt errors with the checker's frames removed.
+
+    While a tracer collects diagnostics (several independent errors per kernel), the outermost entry
+    point hands the error to it and returns a poisoned value instead; calls on or with poisoned values
+    are skipped, so one mistake is reported once."""
 
     @functools.wraps(function)  # type: ignore[arg-type]
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from furiosa_opt.backend import active
+
+        absorb = getattr(active(), "absorb", None)
+        if absorb is not None and any(isinstance(a, Poisoned) for a in (*args, *kwargs.values())):
+            return POISONED
+        outermost = getattr(_depth, "value", 0) == 0
+        _depth.value = getattr(_depth, "value", 0) + 1
         try:
             return function(*args, **kwargs)  # type: ignore[operator]
         except FuriosaOptError as error:
+            if absorb is not None and outermost and absorb(error):
+                return POISONED
             raise error.with_traceback(_user_traceback(error.__traceback__)) from None
+        finally:
+            _depth.value -= 1
 
     return wrapper  # type: ignore[return-value]
+
+
+class Poisoned:
+    """What a refused operation returns while diagnostics are being collected: absorbs every use."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda *args, **kwargs: self
+
+    def __repr__(self) -> str:
+        return "<poisoned: an earlier operation was refused>"
+
+
+POISONED = Poisoned()

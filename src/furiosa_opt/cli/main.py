@@ -1,23 +1,44 @@
-"""Entry point of the `furiosa-opt` command.
+"""Entry point of the `furiosa-opt` command (shared/DESIGN.md §2.4).
 
-The compiler and the NPU wrapper arrive with later stages; until then the command says so plainly.
+`compile` runs the compiler's stages on selected kernels; the NPU build of other commands, the viewers
+and the cache arrive with later issues and say so plainly.
 """
 
+from __future__ import annotations
+
+import argparse
 import sys
+from pathlib import Path
 
 from furiosa_opt import __version__
+from furiosa_opt.cli.compile import run_compile
+
+COMMANDS = ("run", "test", "bench", "build", "check", "doc", "new", "view", "schedule", "cache", "doctor")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="furiosa-opt", description="Compile, run and inspect RNGD kernels.")
+    parser.add_argument("-V", "--version", action="version", version=f"furiosa-opt {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="<command>")
+    compile_ = commands.add_parser("compile", help="compile kernels (stage 1: Python → vISA)")
+    compile_.add_argument("filters", nargs="*", metavar="FILTER", help="substring of a kernel identity (`::` ok)")
+    compile_.add_argument("-p", "--package", action="append", default=[], metavar="PKG")
+    compile_.add_argument("--message-format", choices=("human", "json"), default="human")
+    compile_.add_argument("--visa", type=Path, metavar="FILE", help="compile hand-written vISA instead")
+    compile_.add_argument("--dump-visa", type=Path, metavar="FILE", help="write the kernel's vISA text")
+    compile_.add_argument("--dump-dfg", type=Path, metavar="FILE", help="write the vISA data-flow graph (msgpack)")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if args and args[0] in ("-V", "--version"):
-        print(f"furiosa-opt {__version__}")
-        return 0
-    print(
-        "furiosa-opt: the compiler and the NPU build are not available yet in this version;\n"
-        "run kernels on the CPU backend with plain `python` or `pytest`.",
-        file=sys.stderr,
-    )
+    if args and args[0] in COMMANDS:
+        print(f"furiosa-opt {args[0]}: not available in this version yet; `furiosa-opt compile` is.", file=sys.stderr)
+        return 2
+    options = _parser().parse_args(args)
+    if options.command == "compile":
+        return run_compile(options)
+    _parser().print_help(sys.stderr)
     return 2
 
 

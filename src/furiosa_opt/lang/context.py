@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from furiosa_opt.diagnostics import VerifyError
+from furiosa_opt.diagnostics import VerifyError, user_facing
 
 if TYPE_CHECKING:
     from furiosa_opt.lang.stream import Stream
@@ -27,6 +27,8 @@ class TuContext:
         from furiosa_opt.lang.stream import begin
 
         return begin(self, view)
+
+    begin = user_facing(begin)
 
 
 class DmaContext:

@@ -213,7 +213,7 @@ class HbmTensor(Tensor):
     @user_facing
     def new(cls, dtype: DType, chip: Mapping, element: Mapping) -> HbmTensor:
         tensor = cls(dtype, (chip, element), active().zeros(dtype.storage, chip.size * element.size))
-        return recorded("hbm_new", (), tensor)
+        return recorded("hbm_new", (), tensor, dtype=dtype, chip=chip, element=element)
 
     @user_facing
     def to_host(self, pdma: DmaContext, element: Mapping | None = None) -> HostTensor:
@@ -260,7 +260,8 @@ class DmTensor(Tensor):
     @user_facing
     def new(cls, dtype: DType, chip: Mapping, cluster: Mapping, slice: Mapping, element: Mapping) -> DmTensor:
         count = chip.size * cluster.size * slice.size * element.size
-        return recorded("dm_new", (), cls(dtype, (chip, cluster, slice, element), active().zeros(dtype.storage, count)))
+        tensor = cls(dtype, (chip, cluster, slice, element), active().zeros(dtype.storage, count))
+        return recorded("dm_new", (), tensor, dtype=dtype, chip=chip, cluster=cluster, slice=slice, element=element)
 
     def view(self) -> DmTensorView:
         return recorded("view", (self,), DmTensorView(self, self.params[3], 0))
@@ -290,7 +291,8 @@ def _reshaped(tensor: Tensor, params: tuple[Mapping, ...]) -> Tensor:
                 f"reshape: the {level} size must be preserved: `{old}` has {old.size} positions, "
                 f"`{new}` has {new.size}",
             )
-    return recorded("reshape", (tensor,), type(tensor)(tensor.dtype, params, tensor.data), params=params)
+    result = type(tensor)(tensor.dtype, params, tensor.data)
+    return recorded("reshape", (tensor,), result, **dict(zip(type(tensor).levels, params, strict=True)))
 
 
 class TrfTensor(Tensor):

@@ -1,0 +1,184 @@
+"""The tracer: runs a `@device` function on symbolic tensors built from its annotations and records
+one vISA op per kernel-language call. No data exists, so nothing is computed; every static rule runs
+exactly as on the CPU backend. Python control flow over constants simply unrolls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from furiosa_opt.compiler import visa
+from furiosa_opt.diagnostics import FuriosaOptError, Location, VerifyError, user_location
+from furiosa_opt.lang.context import _SINGLETON
+from furiosa_opt.lang.contraction import Contraction
+from furiosa_opt.lang.device import DeviceFunction
+from furiosa_opt.lang.stream import Stream
+from furiosa_opt.lang.tensors import HbmTensor, Tensor, TensorView
+from furiosa_opt.lang.vector import VectorStream
+from furiosa_opt.mapping import Axis, Mapping
+from furiosa_opt.mapping.factors import Comp, SymAtom
+
+
+class Symbol:
+    """A traced value: it has a type (on the object that holds it) but no numbers."""
+
+    def values(self) -> Any:
+        raise VerifyError(
+            "data-dependent",
+            "a device function cannot read tensor values while it is compiled: control flow and "
+            "immediates must not depend on data",
+            notes=("compute on the device, or move the decision to the host program",),
+        )
+
+
+_SYMBOL = Symbol()
+
+
+def type_of(obj: object) -> visa.Type:
+    """The vISA type of a language object."""
+    if isinstance(obj, TensorView):
+        kind = "view_mut" if obj.writable else "view"
+        return visa.Type(kind, obj.dtype.name, (*obj.outer, obj.element))
+    if isinstance(obj, Tensor):
+        return visa.Type(obj.kind, obj.dtype.name, obj.params)
+    if isinstance(obj, Stream):
+        return visa.Type("stream", obj.dtype.name, (*obj.spatial, obj.time, obj.packet))
+    if isinstance(obj, VectorStream):
+        s = obj.stream
+        return visa.Type("vector", s.dtype.name, (*s.spatial, s.time, s.packet))
+    if isinstance(obj, Contraction):
+        p = obj._pending
+        return visa.Type("contraction", p.acc.name, (p.trf.params[3], p.time2 or p.time, p.packet2 or p.packet))
+    raise TypeError(f"no vISA type for {obj!r}")
+
+
+class Tracer:
+    """The backend that records instead of computing (see backend/__init__.py for the interface)."""
+
+    def __init__(self, collect: bool = True):
+        self.ops: list[visa.Op] = []
+        self.names: dict[int, visa.Value] = {}
+        self.alive: list[object] = []  # keeps traced objects alive so their ids stay unique
+        self.errors: list[FuriosaOptError] = []
+        self.collect = collect
+
+    # ---- values: nothing to compute ----
+
+    def relayout(self, *args: Any, **kwargs: Any) -> Symbol:
+        return _SYMBOL
+
+    elementwise = constant = zeros = window_read = window_write = contraction = relayout
+
+    # ---- recording ----
+
+    def name(self, obj: object) -> visa.Value:
+        value = visa.Value(f"%{len(self.names)}", type_of(obj))
+        self.names[id(obj)] = value
+        self.alive.append(obj)
+        return value
+
+    def operand(self, obj: object, op: str) -> str:
+        value = self.names.get(id(obj))
+        if value is None:
+            what = type(obj).__name__
+            raise VerifyError(
+                "foreign-value",
+                f"`{op}` uses a {what} that was not made inside this device function",
+                notes=("a device function works on its arguments and what it derives from them",),
+            )
+        return value.name
+
+    def record(self, name: str, operands: tuple, results: tuple, **attrs: Any) -> None:
+        names = tuple(self.operand(obj, name) for obj in operands)
+        values = tuple(self.name(obj) for obj in results)
+        loc = user_location(2)
+        self.ops.append(visa.Op(name, values, names, tuple(attrs.items()), _loc(loc)))
+
+    def absorb(self, error: FuriosaOptError) -> bool:
+        """Keep a refused operation's error and go on (independent errors are all reported)."""
+        if not self.collect:
+            return False
+        self.errors.append(error)
+        return True
+
+
+def _loc(location: Location | None) -> visa.Loc | None:
+    return visa.Loc(location.file, location.line) if location else None
+
+
+def trace(kernel: DeviceFunction, collect: bool = True) -> tuple[visa.Kernel | None, list[FuriosaOptError]]:
+    """The kernel's vISA and the errors found while tracing it (the IR is None if any)."""
+    from furiosa_opt.backend import using
+
+    tracer = Tracer(collect)
+    try:
+        params = kernel.parameters
+        args = []
+        for p in params:
+            if p.type is None:
+                continue
+            if p.type.cls is not HbmTensor:
+                raise VerifyError(
+                    "device-annotation",
+                    f"parameter `{p.name}` must be an HbmTensor, got {p.type.cls.__name__}",
+                    location=kernel.location,
+                )
+            args.append(HbmTensor(p.type.dtype, p.type.params, _SYMBOL))
+        arg_values = tuple(tracer.name(a) for a in args)
+        with using(tracer):
+            values = iter(args)
+            bound = [_SINGLETON if p.type is None else next(values) for p in params]
+            result = kernel.fn(*bound)
+            if not tracer.errors:
+                from furiosa_opt.lang.device import _check_result
+
+                _check_result(kernel, result)
+    except FuriosaOptError as error:
+        tracer.errors.append(error)
+    if tracer.errors:
+        return None, tracer.errors
+    outputs = result if isinstance(result, tuple) else (() if result is None else (result,))
+    returned = tuple(tracer.operand(obj, "return") for obj in outputs)
+    ir = visa.Kernel(
+        kernel.identity, kernel.device.chip, kernel.device.pe, _axes(tracer), arg_values, tuple(tracer.ops), returned
+    )
+    return ir, []
+
+
+def _axes(tracer: Tracer) -> tuple[Axis, ...]:
+    """Every axis the kernel's types and attributes name, in order of first appearance."""
+    found: dict[str, Axis] = {}
+
+    def visit(factors) -> None:
+        for f in factors:
+            if isinstance(f.atom, SymAtom):
+                found.setdefault(f.atom.name, Axis(f.atom.name, f.atom.n))
+            elif isinstance(f.atom, Comp):
+                visit(f.atom.k)
+
+    def mapping(m: Mapping) -> None:
+        visit(m.factors)
+        node = m.node
+        for axis in _node_axes(node):
+            found.setdefault(axis.name, axis)
+
+    for value in tracer.names.values():
+        for p in value.type.params:
+            mapping(p)
+    for op in tracer.ops:
+        for _, attr in op.attrs:
+            if isinstance(attr, Mapping):
+                mapping(attr)
+    return tuple(found.values())
+
+
+def _node_axes(node) -> list[Axis]:
+    """Axes written in an expression, including ones a normal form drops (`A % 1`)."""
+    from furiosa_opt.mapping.expr import Op, Pair, Sym
+
+    if isinstance(node, Sym):
+        return [node.axis]
+    if isinstance(node, Pair):
+        return _node_axes(node.outer) + _node_axes(node.inner)
+    if isinstance(node, Op):
+        return _node_axes(node.inner)
+    return []

@@ -1,0 +1,1 @@
+"""The compiler: stage 1 (Python → vISA) today; vISA → LIR and LIR → EDF in later stages."""

@@ -1,0 +1,93 @@
+"""The compiler's error model: one `Diagnostic` renders both like rustc and as a JSON line."""
+
+from __future__ import annotations
+
+import json
+import linecache
+import os
+import traceback
+from dataclasses import asdict, dataclass, field
+
+from furiosa_opt.diagnostics import FuriosaOptError, VerifyError, _internal
+from furiosa_opt.mapping.parse import MappingSyntaxError
+
+
+@dataclass(frozen=True)
+class Span:
+    file: str
+    line: int
+    column: int = 1
+    end_line: int = 0
+    end_column: int = 0
+    label: str = ""
+
+
+@dataclass
+class Diagnostic:
+    code: str
+    message: str
+    stage: str
+    kernel: str | None = None
+    spans: list[Span] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    help: list[str] = field(default_factory=list)
+    level: str = "error"
+
+    def rendered(self, color: bool = False) -> str:
+        red, blue, bold, reset = ("\x1b[31;1m", "\x1b[34;1m", "\x1b[1m", "\x1b[0m") if color else ("",) * 4
+        lines = [f"{red}{self.level}[{self.code}]{reset}{bold}: {self.message}{reset}"]
+        for span in self.spans:
+            number = str(span.line)
+            pad = " " * len(number)
+            lines.append(f"{pad}{blue}-->{reset} {_shown(span.file)}:{span.line}:{span.column}")
+            source = linecache.getline(span.file, span.line).rstrip("\n")
+            if source:
+                width = max(1, (span.end_column - span.column) if span.end_line == span.line else 1)
+                caret = " " * (span.column - 1) + "^" * width
+                lines += [f"{pad} {blue}|{reset}", f"{blue}{number} |{reset} {source}", f"{pad} {blue}|{reset} "
+                          f"{red}{caret}{reset} {span.label}".rstrip()]  # fmt: skip
+        lines += [f"  = note: {note}" for note in self.notes]
+        lines += [f"  = help: {text}" for text in self.help]
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        record = asdict(self)
+        record["spans"] = [asdict(s) for s in self.spans]
+        record["rendered"] = self.rendered()
+        return json.dumps(record, sort_keys=True)
+
+
+def _shown(path: str) -> str:
+    """A path as the user would type it: relative to the current directory when below it."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
+def from_error(error: BaseException, stage: str, kernel: str | None) -> Diagnostic:
+    """The diagnostic for an error raised while compiling `kernel`."""
+    if isinstance(error, VerifyError):
+        loc = error.location
+        spans = [Span(loc.file, loc.line, loc.column, loc.end_line or loc.line, loc.end_column)] if loc else []
+        return Diagnostic(error.rule, error.message, stage, kernel, spans, list(error.notes))
+    if isinstance(error, MappingSyntaxError):
+        frame = _user_frame(error)
+        spans = [Span(frame.filename, frame.lineno, (frame.colno or 0) + 1, frame.end_lineno or frame.lineno,
+                      (frame.end_colno or 0) + 1)] if frame else []  # fmt: skip
+        note = f"in `{error.text}`, column {error.column}"
+        return Diagnostic("mapping-syntax", f"invalid mapping: {error.reason}", stage, kernel, spans, [note])
+    if isinstance(error, FuriosaOptError):
+        frame = _user_frame(error)
+        spans = [Span(frame.filename, frame.lineno, (frame.colno or 0) + 1)] if frame else []
+        return Diagnostic("error", str(error).splitlines()[0], stage, kernel, spans)
+    frame = _user_frame(error)
+    spans = [Span(frame.filename, frame.lineno, (frame.colno or 0) + 1)] if frame else []
+    return Diagnostic("python-error", f"{type(error).__name__}: {error}", stage, kernel, spans)
+
+
+def _user_frame(error: BaseException) -> traceback.FrameSummary | None:
+    """The innermost traceback frame outside furiosa_opt (where the user's code raised)."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not _internal(f.filename)]
+    return frames[-1] if frames else None

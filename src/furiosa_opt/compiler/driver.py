@@ -1,0 +1,77 @@
+"""The stage table and its driver: each stage is a named function from one IR to the next.
+
+Stage 1 ("visa") traces a `@device` function (or replays hand-written vISA) into vISA. Later issues add
+"lir" (vISA → LIR) and "edf" (LIR → scheduled ResourceLir → EDF) to the same table.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from furiosa_opt.backend.trace import trace
+from furiosa_opt.compiler import visa
+from furiosa_opt.compiler.diagnostics import Diagnostic, Span, from_error
+from furiosa_opt.compiler.replay import replay
+from furiosa_opt.diagnostics import FuriosaOptError
+from furiosa_opt.lang.device import DeviceFunction
+
+
+@dataclass
+class Compiled:
+    identity: str
+    visa: visa.Kernel | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.visa is not None and not self.diagnostics
+
+
+def relocate(kernel: visa.Kernel, root: Path) -> visa.Kernel:
+    """Locations relative to `root`, so that artifacts do not depend on where the package lives."""
+
+    def moved(loc: visa.Loc | None) -> visa.Loc | None:
+        if loc is None:
+            return None
+        path = Path(loc.file)
+        if path.is_absolute() and path.resolve().is_relative_to(root.resolve()):
+            return visa.Loc(path.resolve().relative_to(root.resolve()).as_posix(), loc.line)
+        return loc
+
+    return replace(kernel, ops=tuple(replace(op, loc=moved(op.loc)) for op in kernel.ops))
+
+
+def compile_kernel(kernel: DeviceFunction, root: Path | None = None) -> Compiled:
+    """Stage 1 of one kernel: trace it; every independent refusal becomes a diagnostic."""
+    result = Compiled(kernel.identity)
+    start = time.perf_counter()
+    try:
+        ir, errors = trace(kernel)
+    except Exception as error:  # a Python error inside the kernel body: report it at the user's line
+        ir, errors = None, [error]
+    result.seconds["visa"] = time.perf_counter() - start
+    result.diagnostics = [from_error(e, "visa", kernel.identity) for e in errors]
+    if ir is not None:
+        result.visa = relocate(ir, root) if root else ir
+    return result
+
+
+def compile_visa(path: Path) -> Compiled:
+    """Stage 1 of hand-written vISA: parse it, then replay it through every check."""
+    text = path.read_text()
+    start = time.perf_counter()
+    try:
+        parsed = visa.parse_kernel(text)
+    except visa.VisaSyntaxError as error:
+        diagnostic = Diagnostic("visa-syntax", str(error), "visa", None, [Span(str(path), error.line, 1)])
+        return Compiled(path.name, None, [diagnostic])
+    result = Compiled(parsed.identity)
+    try:
+        result.visa = replay(parsed)
+    except FuriosaOptError as error:
+        result.diagnostics = [from_error(error, "visa", parsed.identity)]
+    result.seconds["visa"] = time.perf_counter() - start
+    return result
