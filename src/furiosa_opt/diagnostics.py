@@ -7,6 +7,7 @@ user's frames are what they see, not the checker's.
 
 from __future__ import annotations
 
+import dis
 import functools
 import linecache
 import sys
@@ -53,18 +54,35 @@ def user_location(depth: int = 1) -> Location | None:
 
 
 def _position(code: types.CodeType, lasti: int, fallback_line: int) -> tuple[int, int, int, int]:
-    """Line and 1-based columns of the instruction being executed (what the caret points at)."""
-    for index, position in enumerate(code.co_positions()):
-        if index == lasti // 2:
-            line, end_line, column, end_column = position
-            if line is not None and column is not None:
-                return line, end_line or line, column + 1, (end_column or column) + 1
+    """Where the call being executed is written. For a method call the span starts at the method's
+    name (`.collect(` inside a long chain), not at the start of the chain."""
+    call, methods = None, []
+    for instruction in _instructions(code):
+        if instruction.offset > lasti:
             break
-    return fallback_line, fallback_line, 1, 1
+        position = instruction.positions
+        if instruction.opname in ("LOAD_METHOD", "LOAD_ATTR") and position is not None:
+            methods.append((instruction, position))
+        call = position  # the last instruction at or before lasti (which may point into its inline cache)
+    if call is None or call.lineno is None or call.col_offset is None:
+        return fallback_line, fallback_line, 1, 1
+    end = (call.end_lineno or call.lineno, (call.end_col_offset or call.col_offset) + 1)
+    for instruction, position in reversed(methods):  # the callee `….name` starts where the call starts
+        if (position.lineno, position.col_offset) == (call.lineno, call.col_offset) and position.end_col_offset:
+            start = position.end_col_offset - len(str(instruction.argval))
+            return position.end_lineno or call.lineno, end[0], start + 1, end[1]
+    return call.lineno, end[0], call.col_offset + 1, end[1]
+
+
+@functools.lru_cache(maxsize=1024)
+def _instructions(code: types.CodeType) -> tuple[dis.Instruction, ...]:
+    return tuple(dis.get_instructions(code))
 
 
 class FuriosaOptError(Exception):
-    """Base of the errors furiosa-opt raises on purpose."""
+    """Base of the errors furiosa-opt raises on purpose; `location` is the user's line when known."""
+
+    location: Location | None = None
 
 
 class VerifyError(FuriosaOptError):

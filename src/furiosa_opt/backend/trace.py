@@ -97,6 +97,8 @@ class Tracer:
         """Keep a refused operation's error and go on (independent errors are all reported)."""
         if not self.collect:
             return False
+        if error.location is None:
+            error.location = user_location(3)
         self.errors.append(error)
         return True
 
@@ -132,7 +134,7 @@ def trace(kernel: DeviceFunction, collect: bool = True) -> tuple[visa.Kernel | N
                 from furiosa_opt.lang.device import _check_result
 
                 _check_result(kernel, result)
-    except FuriosaOptError as error:
+    except Exception as error:  # refused (not absorbed), or a Python error in the kernel body: report it
         tracer.errors.append(error)
     if tracer.errors:
         return None, tracer.errors

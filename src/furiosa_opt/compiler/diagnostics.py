@@ -73,18 +73,25 @@ def from_error(error: BaseException, stage: str, kernel: str | None) -> Diagnost
         spans = [Span(loc.file, loc.line, loc.column, loc.end_line or loc.line, loc.end_column)] if loc else []
         return Diagnostic(error.rule, error.message, stage, kernel, spans, list(error.notes))
     if isinstance(error, MappingSyntaxError):
-        frame = _user_frame(error)
-        spans = [Span(frame.filename, frame.lineno, (frame.colno or 0) + 1, frame.end_lineno or frame.lineno,
-                      (frame.end_colno or 0) + 1)] if frame else []  # fmt: skip
         note = f"in `{error.text}`, column {error.column}"
-        return Diagnostic("mapping-syntax", f"invalid mapping: {error.reason}", stage, kernel, spans, [note])
+        return Diagnostic("mapping-syntax", f"invalid mapping: {error.reason}", stage, kernel, _spans(error), [note])
     if isinstance(error, FuriosaOptError):
-        frame = _user_frame(error)
-        spans = [Span(frame.filename, frame.lineno, (frame.colno or 0) + 1)] if frame else []
-        return Diagnostic("error", str(error).splitlines()[0], stage, kernel, spans)
+        return Diagnostic("error", str(error).splitlines()[0], stage, kernel, _spans(error))
     frame = _user_frame(error)
     spans = [Span(frame.filename, frame.lineno, (frame.colno or 0) + 1)] if frame else []
     return Diagnostic("python-error", f"{type(error).__name__}: {error}", stage, kernel, spans)
+
+
+def _spans(error: FuriosaOptError) -> list[Span]:
+    """Where an error without its own rule location happened: recorded, else from the traceback."""
+    loc = error.location
+    if loc is not None:
+        return [Span(loc.file, loc.line, loc.column, loc.end_line or loc.line, loc.end_column)]
+    frame = _user_frame(error)
+    if frame is None:
+        return []
+    return [Span(frame.filename, frame.lineno, (frame.colno or 0) + 1, frame.end_lineno or frame.lineno,
+                 (frame.end_colno or 0) + 1)]  # fmt: skip
 
 
 def _user_frame(error: BaseException) -> traceback.FrameSummary | None:

@@ -7,6 +7,7 @@ compiler can trace it from its signature alone. Its identity is `module.qualname
 from __future__ import annotations
 
 import inspect
+import linecache
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,19 @@ from furiosa_opt.arch import RNGD
 from furiosa_opt.diagnostics import Location, VerifyError, user_facing
 from furiosa_opt.lang.context import Context
 from furiosa_opt.lang.tensors import Tensor, TensorType
+
+
+def definition(fn: Callable) -> Location:
+    """The `def` line of a function (its code object starts at the first decorator)."""
+    code = fn.__code__
+    line = code.co_firstlineno
+    while line < code.co_firstlineno + 20:
+        text = linecache.getline(code.co_filename, line).lstrip()
+        if text.startswith(("def ", "async def ")) or not text:
+            break
+        line += 1
+    column = len(linecache.getline(code.co_filename, line)) - len(linecache.getline(code.co_filename, line).lstrip())
+    return Location(code.co_filename, line, fn.__name__, column + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +52,7 @@ class DeviceFunction:
     def __init__(self, fn: Callable, device: Device):
         self.fn, self.device = fn, device
         self.identity = f"{fn.__module__}.{fn.__qualname__}"
-        self.location = Location(fn.__code__.co_filename, fn.__code__.co_firstlineno, fn.__name__)
+        self.location = definition(fn)
         self.__doc__, self.__name__, self.__qualname__ = fn.__doc__, fn.__name__, fn.__qualname__
         self.__module__ = fn.__module__
         self._signature: tuple[list[Parameter], tuple[TensorType, ...] | None] | None = None
@@ -109,7 +123,7 @@ def device(fn: Callable | None = None, *, chip: int = 1, pe: int = 8) -> Any:
     """Mark a module-level function as a kernel: `@device` or `@device(chip=1, pe=8)`."""
 
     def wrap(function: Callable) -> DeviceFunction:
-        where = Location(function.__code__.co_filename, function.__code__.co_firstlineno, function.__name__)
+        where = definition(function)
         if "<locals>" in function.__qualname__:
             raise VerifyError(
                 "device-nested",
