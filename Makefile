@@ -27,6 +27,7 @@ test: lint
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/cpu_backend.py
+	$(BIN)/python benchmarks/compile.py
 
 clean:
 	rm -rf $(VENV) target .pytest_cache .hypothesis

@@ -142,3 +142,39 @@ def test_unknown_package_lists_the_known_ones(monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     status, _, err = run(["compile", "-p", "nope"], capsys)
     assert status == 1 and "package `nope` is not in the workspace (packages: base-template)" in err
+
+
+def test_visa_is_the_same_under_any_hash_seed(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    tool = Path(sys.executable).with_name("furiosa-opt")
+    dumps = []
+    for seed in ("0", "12345"):
+        out = tmp_path / f"gemm-{seed}.visa"
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        subprocess.run([str(tool), "compile", "gemm_kernel", "--dump-visa", str(out)], cwd=ROOT / "examples" /
+                       "base-template", env=env, check=True, capture_output=True)  # fmt: skip
+        dumps.append(out.read_bytes())
+    assert dumps[0] == dumps[1]
+
+
+def test_python_loops_over_constants_unroll(tmp_path, monkeypatch, capsys):
+    looped = GOOD + textwrap.dedent("""
+
+    @device
+    def rows(ctx: Context, x: HbmTensor[i32, m["1"], m["A, B"]]) -> HbmTensor[i32, m["1"], m["B, A"]]:
+        out = HbmTensor.new(i32, m["1"], m["B, A"])
+        for b in range(4):
+            x.view().tile(b, m["B"], 1, m["A, 1 # 8"]).to_hbm_view(ctx.tdma, out.view_mut().tile(b, m["B"], 1))
+        return out
+    """)
+    root = package(tmp_path, "pkg_loops", {"k.py": looped})
+    monkeypatch.chdir(root)
+    dump = tmp_path / "rows.visa"
+    status, _, err = run(["compile", "rows", "--dump-visa", str(dump)], capsys)
+    assert status == 0, err
+    text = dump.read_text()
+    assert text.count(" = tile ") == 8 and text.count("to_hbm_view ") == 4
+    assert "start=3 index=[B] length=1" in text

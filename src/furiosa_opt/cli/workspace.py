@@ -9,6 +9,7 @@ follows cargo: inside a member the default is that member, at the workspace root
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -56,8 +57,8 @@ def _read(path: Path) -> dict:
     try:
         return tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:
-        line = getattr(error, "lineno", 1) or 1
-        column = getattr(error, "colno", 1) or 1
+        where = re.search(r"line (\d+), column (\d+)", str(error))
+        line, column = (int(where[1]), int(where[2])) if where else (1, 1)
         raise WorkspaceError(
             Diagnostic(
                 "pyproject", f"cannot read {path.name}: {error}", "workspace", spans=[Span(str(path), line, column)]

@@ -1,0 +1,40 @@
+"""Stage-1 compile time of each base-template kernel, cold: a fresh interpreter per kernel.
+
+Reports the wall time of `furiosa-opt compile <kernel>` (interpreter start, package discovery, imports,
+tracing, verification, printing) and, inside it, the stage-1 time alone. Target: stage 1 < 0.3 s each.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNELS = ["constant_add_kernel", "elementwise_mul_kernel", "dot_product_kernel", "gemv_kernel", "gemm_kernel"]
+TOOL = Path(sys.executable).with_name("furiosa-opt")
+
+
+def main() -> int:
+    worst = 0.0
+    for name in KERNELS:
+        start = time.perf_counter()
+        done = subprocess.run(
+            [str(TOOL), "compile", f"kernel.{name}"], cwd=ROOT / "examples" / "base-template",
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        wall = time.perf_counter() - start
+        stage = re.search(r"stage 1: (\d+) vISA ops, ([\d.]+) s", done.stderr)
+        if done.returncode or not stage:
+            print(f"{name}: compile failed\n{done.stderr}", file=sys.stderr)
+            return 1
+        worst = max(worst, float(stage[2]))
+        print(f"{name:24} {stage[1]:>3} ops   stage 1 {float(stage[2]) * 1e3:6.1f} ms   command {wall:5.2f} s")
+    print(f"slowest stage 1: {worst * 1e3:.1f} ms (target < 300 ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
