@@ -175,10 +175,28 @@ def midpoints(grid: np.ndarray) -> np.ndarray:
 
 
 SPECIAL_BITS = [
-    0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00800000, 0x80800000,
-    0x7F7FFFFF, 0xFF7FFFFF, 0x7F800000, 0xFF800000, 0x7F800001, 0xFF800001, 0x7FC00000, 0xFFC00000,
-    0x7FFFFFFF, 0xFFFFFFFF, 0x7FA00001, 0x3F800000, 0xBF800000,
-]  # fmt: skip
+    0x00000000,
+    0x80000000,
+    0x00000001,
+    0x80000001,
+    0x007FFFFF,
+    0x807FFFFF,
+    0x00800000,
+    0x80800000,
+    0x7F7FFFFF,
+    0xFF7FFFFF,
+    0x7F800000,
+    0xFF800000,
+    0x7F800001,
+    0xFF800001,
+    0x7FC00000,
+    0xFFC00000,
+    0x7FFFFFFF,
+    0xFFFFFFFF,
+    0x7FA00001,
+    0x3F800000,
+    0xBF800000,
+]
 
 RANDOM_BITS = np.random.default_rng(1234).integers(0, 2**32, 4000, dtype=np.uint64).tolist()
 
@@ -275,9 +293,18 @@ def test_f32_from_bf16_hw():
     h = np.array([0x3F80, 0xC020, 0x7F81, 0xFFC0, 0x0001, 0x8001, 0x007F, 0x0080, 0x7F80, 0xFF80, 0x8000])
     got = bits_of(dt.f32_from_bf16_hw(h.astype(np.uint16).view(ml_dtypes.bfloat16)))
     assert got == [
-        0x3F800000, 0xC0200000, 0x7FC00000, 0x7FC00000, 0, 0x80000000, 0, 0x00800000,
-        0x7F800000, 0xFF800000, 0x80000000,
-    ]  # fmt: skip
+        0x3F800000,
+        0xC0200000,
+        0x7FC00000,
+        0x7FC00000,
+        0,
+        0x80000000,
+        0,
+        0x00800000,
+        0x7F800000,
+        0xFF800000,
+        0x80000000,
+    ]
     assert dt.f32_from_bf16_hw(dt.bf16_from_f32(fv(1.5, -2.5))).tolist() == [1.5, -2.5]
 
 
@@ -333,12 +360,28 @@ def test_f8e4m3_subnormal_thresholds():
         return (exp << 23) | man
 
     cases = {
-        at(120, 0x700000): 8, at(120, 0x6FFFFF): 7, at(120, 0x500001): 7, at(120, 0x500000): 6,
-        at(120, 0x300000): 6, at(120, 0x2FFFFF): 5, at(120, 0x100001): 5, at(120, 0x100000): 4,
-        at(120, 0): 4, at(119, 0x600000): 4, at(119, 0x5FFFFF): 3, at(119, 0x200001): 3,
-        at(119, 0x200000): 2, at(119, 0): 2, at(118, 0x400000): 2, at(118, 0x3FFFFF): 1, at(118, 0): 1,
-        at(117, 1): 1, at(117, 0): 0, at(116, 0x7FFFFF): 0, at(121, 0): 8,
-    }  # fmt: skip
+        at(120, 0x700000): 8,
+        at(120, 0x6FFFFF): 7,
+        at(120, 0x500001): 7,
+        at(120, 0x500000): 6,
+        at(120, 0x300000): 6,
+        at(120, 0x2FFFFF): 5,
+        at(120, 0x100001): 5,
+        at(120, 0x100000): 4,
+        at(120, 0): 4,
+        at(119, 0x600000): 4,
+        at(119, 0x5FFFFF): 3,
+        at(119, 0x200001): 3,
+        at(119, 0x200000): 2,
+        at(119, 0): 2,
+        at(118, 0x400000): 2,
+        at(118, 0x3FFFFF): 1,
+        at(118, 0): 1,
+        at(117, 1): 1,
+        at(117, 0): 0,
+        at(116, 0x7FFFFF): 0,
+        at(121, 0): 8,
+    }
     assert f8e4m3_codes(f32(*cases)) == list(cases.values())
     assert f8e4m3_codes(f32(*(b | 0x80000000 for b in cases))) == [c | 0x80 for c in cases.values()]
 
@@ -346,8 +389,11 @@ def test_f8e4m3_subnormal_thresholds():
 def test_f8e4m3_normal_ties():
     # 1 + 2^-4 lies halfway between 0x38 (1.0) and 0x39: even wins; 1 + 3*2^-4 goes up to 0x3a.
     assert f8e4m3_codes(fv(1 + 2**-4, 1 + 3 * 2**-4, 1 + 2**-4 + 2**-20, -(1 + 3 * 2**-4))) == [
-        0x38, 0x3A, 0x39, 0xBA,
-    ]  # fmt: skip
+        0x38,
+        0x3A,
+        0x39,
+        0xBA,
+    ]
 
 
 def test_f8e4m3_decode_table():
@@ -421,9 +467,18 @@ def test_f8e5m2_decode():
         dt.f32_from_f8e5m2(np.array([0x7C, 0xFC, 0x7D, 0x7E, 0x7F, 0xFD, 0x01, 0x83, 0x3C, 0x7B, 0x80], dtype=np.uint8))
     )
     assert got == [
-        0x7F800000, 0xFF800000, 0x7FC00000, 0x7FC00000, 0x7FC00000, 0xFFC00000, 0x37800000,
-        0xB8400000, 0x3F800000, 0x47600000, 0x80000000,
-    ]  # fmt: skip
+        0x7F800000,
+        0xFF800000,
+        0x7FC00000,
+        0x7FC00000,
+        0x7FC00000,
+        0xFFC00000,
+        0x37800000,
+        0xB8400000,
+        0x3F800000,
+        0x47600000,
+        0x80000000,
+    ]
 
 
 def test_f8e5m2_round_trip_all_codes():
@@ -471,8 +526,23 @@ def test_f4e2m1_encode():
 def test_f4e2m1_decode():
     codes = np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn)
     assert bits_of(dt.f8e4m3_from_f4e2m1(codes)) == [
-        0x00, 0x30, 0x38, 0x3C, 0x40, 0x44, 0x48, 0x4C, 0x80, 0xB0, 0xB8, 0xBC, 0xC0, 0xC4, 0xC8, 0xCC,
-    ]  # fmt: skip
+        0x00,
+        0x30,
+        0x38,
+        0x3C,
+        0x40,
+        0x44,
+        0x48,
+        0x4C,
+        0x80,
+        0xB0,
+        0xB8,
+        0xBC,
+        0xC0,
+        0xC4,
+        0xC8,
+        0xCC,
+    ]
     got = dt.f32_from_f4e2m1(codes)
     assert got.tolist() == F4E2M1_VALUES and bits_of(got)[8] == 0x80000000
     assert bits_of(dt.f32_from_f4e2m1(np.array([0xF2], dtype=np.uint8))) == [0x3F800000]  # high nibble ignored
@@ -497,8 +567,12 @@ def test_f4e2m1_property(bits):
 
 def test_wrap_int():
     assert dt.wrap_int(np.array([1_000_000, 100 * 100 * 100 * 3, 127, 128, -129]), dt.i8).tolist() == [
-        64, -64, 127, -128, 127,
-    ]  # fmt: skip
+        64,
+        -64,
+        127,
+        -128,
+        127,
+    ]
     assert dt.wrap_int(np.array([9, -9, 8, 7, -8, 15, 16]), dt.i4).tolist() == [-7, 7, -8, 7, -8, -1, 0]
     assert dt.wrap_int(np.array([16, -17, 15]), dt.i5).tolist() == [-16, 15, 15]
     assert dt.wrap_int(np.array([256, -257, 511]), dt.i9).tolist() == [-256, 255, -1]
@@ -532,8 +606,13 @@ def test_fp_to_fxp_boundaries():
     assert dt.fp_to_fxp(x, 0).tolist() == [I32_MAX, I32_MIN, I32_MAX, I32_MIN, I32_MAX, I32_MIN]
     # iw = 0: x * 2^31; 1.0 saturates to i32::MAX, -1.0 is exactly i32::MIN.
     assert dt.fp_to_fxp(fv(1.0, -1.0, 0.5, -0.5, 2.0, -2.0), 0).tolist() == [
-        I32_MAX, I32_MIN, 2**30, -(2**30), I32_MAX, I32_MIN,
-    ]  # fmt: skip
+        I32_MAX,
+        I32_MIN,
+        2**30,
+        -(2**30),
+        I32_MAX,
+        I32_MIN,
+    ]
     # iw = 31: plain rounding, half away from zero (2.5 -> 3, not 2).
     x = fv(0.5, -0.5, 1.5, 2.5, -2.5, 0.49999997, -0.49999997, 2**31, -(2**31), 3e9, -3e9)
     assert dt.fp_to_fxp(x, 31).tolist() == [1, -1, 2, 3, -3, 0, 0, I32_MAX, I32_MIN, I32_MAX, I32_MIN]

@@ -3,10 +3,31 @@
 import furiosa_opt
 
 CONTRACT = {
-    "axes", "m", "device", "launch", "Context", "HostTensor", "HbmTensor", "DmTensor", "TrfTensor", "VrfTensor",
-    "i4", "i8", "i16", "i32", "u8", "f32", "bf16", "f8e4m3", "f8e5m2", "f4e2m1", "LaneMode", "TagMode",
-    "FxpBinaryOp", "FpBinaryOp",
-}  # fmt: skip
+    "axes",
+    "m",
+    "device",
+    "launch",
+    "Context",
+    "HostTensor",
+    "HbmTensor",
+    "DmTensor",
+    "TrfTensor",
+    "VrfTensor",
+    "i4",
+    "i8",
+    "i16",
+    "i32",
+    "u8",
+    "f32",
+    "bf16",
+    "f8e4m3",
+    "f8e5m2",
+    "f4e2m1",
+    "LaneMode",
+    "TagMode",
+    "FxpBinaryOp",
+    "FpBinaryOp",
+}
 
 
 def test_contract_names_are_exported():

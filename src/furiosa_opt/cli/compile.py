@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from furiosa_opt.cli.workspace import WorkspaceError, kernels, locate, select
-from furiosa_opt.compiler import visa
+from furiosa_opt.compiler import lir, visa
 from furiosa_opt.compiler.dfg import dump_dfg
 from furiosa_opt.compiler.diagnostics import Diagnostic
 from furiosa_opt.compiler.driver import Compiled, compile_kernel, compile_visa
@@ -57,7 +57,7 @@ def _filtered(found: list, filters: list[str], report: Reporter) -> list:
 
 def run_compile(options: argparse.Namespace) -> int:
     report = Reporter(options.message_format == "json")
-    dumps = [d for d in (options.dump_visa, options.dump_dfg) if d is not None]
+    dumps = [d for d in (options.dump_visa, options.dump_dfg, options.dump_ir, options.dump_graph) if d is not None]
     if options.visa is not None:
         results = [compile_visa(options.visa)]
     else:
@@ -99,13 +99,24 @@ def _finish(results: list[Compiled], options: argparse.Namespace, report: Report
             failed += 1
             report.status("Failed", result.identity, kernel=result.identity, success=False)
             continue
-        ops = len(result.visa.ops)
-        report.status("Compiled", f"{result.identity} (stage 1: {ops} vISA ops, {result.seconds['visa']:.3f} s)",
-                      kernel=result.identity, success=True, ops=ops)  # fmt: skip
+        ops, commands = len(result.visa.ops), len(result.lir.commands)
+        seconds = sum(result.seconds.values())
+        report.status(
+            "Compiled",
+            f"{result.identity} ({ops} vISA ops → {commands} LIR commands, {seconds:.3f} s)",
+            kernel=result.identity,
+            success=True,
+            ops=ops,
+            commands=commands,
+        )
         if options.dump_visa is not None:
             _write(options.dump_visa, visa.print_kernel(result.visa).encode())
         if options.dump_dfg is not None:
             _write(options.dump_dfg, dump_dfg(result.visa))
+        if options.dump_ir is not None:
+            _write(options.dump_ir, lir.dump(result.lir))
+        if options.dump_graph is not None:
+            _write(options.dump_graph, json.dumps(lir.graph(result.lir), indent=1, sort_keys=True).encode())
     summary = f"{len(results) - failed} kernel(s) compiled, {failed} failed"
     report.status("Finished" if not failed else "Error", summary, compiled=len(results) - failed, failed=failed)
     return 1 if failed else 0

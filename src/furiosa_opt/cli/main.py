@@ -20,13 +20,15 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="furiosa-opt", description="Compile, run and inspect RNGD kernels.")
     parser.add_argument("-V", "--version", action="version", version=f"furiosa-opt {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="<command>")
-    compile_ = commands.add_parser("compile", help="compile kernels (stage 1: Python → vISA)")
+    compile_ = commands.add_parser("compile", help="compile kernels (Python → vISA → LIR)")
     compile_.add_argument("filters", nargs="*", metavar="FILTER", help="substring of a kernel identity (`::` ok)")
     compile_.add_argument("-p", "--package", action="append", default=[], metavar="PKG")
     compile_.add_argument("--message-format", choices=("human", "json"), default="human")
     compile_.add_argument("--visa", type=Path, metavar="FILE", help="compile hand-written vISA instead")
     compile_.add_argument("--dump-visa", type=Path, metavar="FILE", help="write the kernel's vISA text")
     compile_.add_argument("--dump-dfg", type=Path, metavar="FILE", help="write the vISA data-flow graph (msgpack)")
+    compile_.add_argument("--dump-ir", type=Path, metavar="FILE", help="write the LIR (msgpack, docs/lir.md)")
+    compile_.add_argument("--dump-graph", type=Path, metavar="FILE", help="write the LIR graph (JSON)")
     return parser
 
 

@@ -116,9 +116,14 @@ def locate(start: Path) -> Workspace:
             member = _package(directory, config)
     if member is not None:
         return Workspace(member.root, [member], [member])
-    raise WorkspaceError(Diagnostic("no-package", f"no kernel package or workspace found from {start} (a "
-                                                  "pyproject.toml with [tool.furiosa-opt] kernel-package = true)",
-                                    "workspace"))  # fmt: skip
+    raise WorkspaceError(
+        Diagnostic(
+            "no-package",
+            f"no kernel package or workspace found from {start} (a "
+            "pyproject.toml with [tool.furiosa-opt] kernel-package = true)",
+            "workspace",
+        )
+    )
 
 
 def select(workspace: Workspace, names: list[str]) -> list[Package]:

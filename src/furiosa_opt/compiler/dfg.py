@@ -17,14 +17,25 @@ def dfg(kernel: visa.Kernel) -> dict:
             source = producer.get(name)
             edge = {"from": source, "to": index, "value": name, "operand": position}
             edges.append(edge if source is not None else edge | {"from": None, "argument": name})
-        nodes.append({
-            "id": index, "op": op.opcode, "results": [{"name": v.name, "type": str(v.type)} for v in op.results],
-            "loc": str(op.loc) if op.loc else None,
-        })  # fmt: skip
+        nodes.append(
+            {
+                "id": index,
+                "op": op.opcode,
+                "results": [{"name": v.name, "type": str(v.type)} for v in op.results],
+                "loc": str(op.loc) if op.loc else None,
+            }
+        )
     arguments = [{"name": v.name, "type": str(v.type)} for v in kernel.args]
     returns = [{"value": name, "from": producer.get(name)} for name in kernel.returns]
-    return {"format": "furiosa-opt-dfg", "version": 1, "kernel": kernel.identity, "arguments": arguments,
-            "nodes": nodes, "edges": edges, "returns": returns}  # fmt: skip
+    return {
+        "format": "furiosa-opt-dfg",
+        "version": 1,
+        "kernel": kernel.identity,
+        "arguments": arguments,
+        "nodes": nodes,
+        "edges": edges,
+        "returns": returns,
+    }
 
 
 def dump_dfg(kernel: visa.Kernel) -> bytes:

@@ -44,8 +44,11 @@ class Diagnostic:
             if source:
                 width = max(1, (span.end_column - span.column) if span.end_line == span.line else 1)
                 caret = " " * (span.column - 1) + "^" * width
-                lines += [f"{pad} {blue}|{reset}", f"{blue}{number} |{reset} {source}", f"{pad} {blue}|{reset} "
-                          f"{red}{caret}{reset} {span.label}".rstrip()]  # fmt: skip
+                lines += [
+                    f"{pad} {blue}|{reset}",
+                    f"{blue}{number} |{reset} {source}",
+                    f"{pad} {blue}|{reset} {red}{caret}{reset} {span.label}".rstrip(),
+                ]
         lines += [f"  = note: {note}" for note in self.notes]
         lines += [f"  = help: {text}" for text in self.help]
         return "\n".join(lines)
@@ -90,8 +93,15 @@ def _spans(error: FuriosaOptError) -> list[Span]:
     frame = _user_frame(error)
     if frame is None:
         return []
-    return [Span(frame.filename, frame.lineno, (frame.colno or 0) + 1, frame.end_lineno or frame.lineno,
-                 (frame.end_colno or 0) + 1)]  # fmt: skip
+    return [
+        Span(
+            frame.filename,
+            frame.lineno,
+            (frame.colno or 0) + 1,
+            frame.end_lineno or frame.lineno,
+            (frame.end_colno or 0) + 1,
+        )
+    ]
 
 
 def _user_frame(error: BaseException) -> traceback.FrameSummary | None:

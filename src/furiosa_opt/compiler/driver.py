@@ -1,7 +1,8 @@
 """The stage table and its driver: each stage is a named function from one IR to the next.
 
-Stage 1 ("visa") traces a `@device` function (or replays hand-written vISA) into vISA. Later issues add
-"lir" (vISA → LIR) and "edf" (LIR → scheduled ResourceLir → EDF) to the same table.
+Stage 1 ("visa") traces a `@device` function (or replays hand-written vISA) into vISA; stage 2 ("lir")
+places buffers and lowers every op into per-context commands. Stage 3 ("edf": LIR → scheduled
+ResourceLir → EDF) joins the same sequence later.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 from furiosa_opt.backend.trace import trace
 from furiosa_opt.compiler import visa
 from furiosa_opt.compiler.diagnostics import Diagnostic, Span, from_error
+from furiosa_opt.compiler.lir import Lir
+from furiosa_opt.compiler.lower import lower
 from furiosa_opt.compiler.replay import replay
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.lang.device import DeviceFunction
@@ -22,12 +25,23 @@ from furiosa_opt.lang.device import DeviceFunction
 class Compiled:
     identity: str
     visa: visa.Kernel | None = None
+    lir: Lir | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return self.visa is not None and not self.diagnostics
+        return self.lir is not None and not self.diagnostics
+
+
+def _stage_two(result: Compiled, kernel: visa.Kernel, root: Path | None) -> None:
+    """vISA → LIR; a placement or sequencing refusal is a stage-2 diagnostic at the user's line."""
+    start = time.perf_counter()
+    try:
+        result.lir = lower(kernel, root)
+    except FuriosaOptError as error:
+        result.diagnostics.append(from_error(error, "lir", kernel.identity))
+    result.seconds["lir"] = time.perf_counter() - start
 
 
 def relocate(kernel: visa.Kernel, root: Path) -> visa.Kernel:
@@ -56,6 +70,7 @@ def compile_kernel(kernel: DeviceFunction, root: Path | None = None) -> Compiled
     result.diagnostics = [from_error(e, "visa", kernel.identity) for e in errors]
     if ir is not None:
         result.visa = relocate(ir, root) if root else ir
+        _stage_two(result, ir, root)
     return result
 
 
@@ -74,4 +89,6 @@ def compile_visa(path: Path) -> Compiled:
     except FuriosaOptError as error:
         result.diagnostics = [from_error(error, "visa", parsed.identity)]
     result.seconds["visa"] = time.perf_counter() - start
+    if result.visa is not None:
+        _stage_two(result, result.visa, None)
     return result

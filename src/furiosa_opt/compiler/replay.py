@@ -71,6 +71,11 @@ REPLAY: dict[str, Callable[[list, A], object]] = {
 
 def replay(kernel: visa.Kernel) -> visa.Kernel:
     """Re-trace a parsed kernel; a refused op raises with the op's own `// file:line` location."""
+    return replay_objects(kernel)[0]
+
+
+def replay_objects(kernel: visa.Kernel) -> tuple[visa.Kernel, dict[str, object]]:
+    """`replay`, also giving the language object behind each value (views know their windows)."""
     tracer = Tracer(collect=False)
     objects: dict[str, object] = {}
     with using(tracer):
@@ -84,7 +89,9 @@ def replay(kernel: visa.Kernel) -> visa.Kernel:
             _replay(op, objects, tracer)
     ops = tuple(replace(new, loc=old.loc) for new, old in zip(tracer.ops, kernel.ops, strict=True))
     returns = tuple(tracer.names[id(objects[name])].name for name in kernel.returns)
-    return visa.Kernel(kernel.identity, kernel.chip, kernel.pe, _axes(tracer), tuple(args), ops, returns)
+    rebuilt = visa.Kernel(kernel.identity, kernel.chip, kernel.pe, _axes(tracer), tuple(args), ops, returns)
+    by_name = {tracer.names[id(obj)].name: obj for obj in objects.values() if id(obj) in tracer.names}
+    return rebuilt, by_name
 
 
 def _replay(op: visa.Op, objects: dict[str, object], tracer: Tracer) -> None:

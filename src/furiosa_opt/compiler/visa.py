@@ -223,9 +223,15 @@ class _Reader:
             if name not in self.values:
                 raise VisaSyntaxError(number, f"`{name}` is returned but never defined")
         return Kernel(
-            header["identity"], int(header["chip"]), int(header["pe"]), tuple(self.scope.values()), tuple(args),
-            tuple(ops), returns, dict(self.values),
-        )  # fmt: skip
+            header["identity"],
+            int(header["chip"]),
+            int(header["pe"]),
+            tuple(self.scope.values()),
+            tuple(args),
+            tuple(ops),
+            returns,
+            dict(self.values),
+        )
 
 
 def parse_kernel(text: str) -> Kernel:

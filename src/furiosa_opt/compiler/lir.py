@@ -1,0 +1,136 @@
+"""LIR: stage 2's output — placed buffers and per-context command lists (documented in docs/lir.md).
+
+Addresses are bytes in one virtual space per memory: DRAM from 0 (each chip at `CHIP_STRIDE`), SRAM
+(DM) at `DM_BASE` with slice `s` of cluster `c` at `(c·256 + s)·SLICE_STRIDE`, and the per-slice TRF and
+VRF files from 0. Every command keeps the vISA op it implements and the user's source line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import msgpack
+
+DM_BASE = 0x1000_0000
+SLICE_STRIDE = 4 << 20  # the virtual span of one slice's DM partition (dma-engine.md)
+CHIP_STRIDE = 1 << 40
+
+
+@dataclass
+class Buffer:
+    name: str  # T<n>
+    value: str  # the vISA value that defines it (%n)
+    memory: str  # dram | sram | trf | vrf
+    dtype: str
+    levels: list[str]  # the mapping of each level, outermost first
+    address: int  # dram: byte address; sram: per-slice offset (the same in every slice); trf/vrf: offset
+    bytes: int  # dram: total; sram/trf/vrf: per slice
+    first: int  # index of the command that first writes it (-1: a kernel argument)
+    last: int  # index of the last command that uses it
+    region: str = ""  # trf: full | first_half | second_half
+
+
+@dataclass
+class Loop:
+    size: int
+    src: int  # byte stride on the source side (0 = re-read)
+    dst: int  # byte stride on the destination side
+
+
+@dataclass
+class Entry:
+    size: int
+    stride: int  # bytes (0 = broadcast)
+    memory: int = 0  # fetch: 0 = the time memory (interleave), 1 = DM packet memory
+
+
+@dataclass
+class Sequencer:
+    buffer: str
+    base: int  # byte address of the first element (view windows included)
+    time: list[Entry]
+    packet: list[Entry]
+    access: int  # bytes per hardware access (read_size / write_size)
+
+
+@dataclass
+class Command:
+    index: int
+    context: str  # main | sub | tdma | pdma | none (views)
+    kind: str  # dma | exec | view | sync
+    op: int  # index of the vISA op (-1 for syncs)
+    opcode: str
+    loc: str | None
+    inputs: list[str] = field(default_factory=list)  # buffer names read
+    outputs: list[str] = field(default_factory=list)  # buffer names written
+    dma: dict | None = None  # {src_base, dst_base, packet, loops: [Loop]}
+    fetch: Sequencer | None = None
+    engines: list[dict] = field(default_factory=list)  # one config per stage, in pipeline order
+    commit: Sequencer | None = None
+    waits: list[int] = field(default_factory=list)  # sync: the commands (other contexts) waited for
+
+
+@dataclass
+class Lir:
+    kernel: str
+    chip: int
+    pe: int
+    buffers: list[Buffer]
+    commands: list[Command]
+    arguments: list[str]
+    results: list[str]
+    format: str = "furiosa-opt-lir"
+    version: int = 1
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def dump(lir: Lir) -> bytes:
+    return msgpack.packb(lir.to_dict(), use_bin_type=True)
+
+
+def load(data: bytes) -> dict:
+    return msgpack.unpackb(data, raw=False)
+
+
+def graph(lir: Lir) -> dict:
+    """The IR graph viewer's input: LIR commands and placed tensors as nodes; data edges between them,
+    order edges for each context's sequence and for syncs (docs/lir.md)."""
+    nodes: list[dict] = [
+        {
+            "id": b.name,
+            "kind": "tensor",
+            "label": f"{b.name} {b.dtype}",
+            "memory": b.memory,
+            "address": b.address,
+            "bytes": b.bytes,
+            "region": b.region,
+            "levels": b.levels,
+            "value": b.value,
+        }
+        for b in lir.buffers
+    ]
+    edges: list[dict] = []
+    last_on: dict[str, str] = {}
+    for c in lir.commands:
+        node = f"C{c.index}"
+        nodes.append(
+            {
+                "id": node,
+                "kind": "command",
+                "label": f"{c.opcode} ({c.context})",
+                "command": c.kind,
+                "context": c.context,
+                "op": c.op,
+                "loc": c.loc,
+            }
+        )
+        edges += [{"from": b, "to": node, "kind": "data"} for b in c.inputs]
+        edges += [{"from": node, "to": b, "kind": "data"} for b in c.outputs]
+        edges += [{"from": f"C{w}", "to": node, "kind": "sync"} for w in c.waits]
+        if c.context != "none":
+            if c.context in last_on:
+                edges.append({"from": last_on[c.context], "to": node, "kind": "order"})
+            last_on[c.context] = node
+    return {"format": "furiosa-opt-lir-graph", "version": 1, "kernel": lir.kernel, "nodes": nodes, "edges": edges}

@@ -1,0 +1,267 @@
+"""Stage 2: vISA → LIR. Buffers are placed, every DMA gets a descriptor, every Tensor Unit pipeline
+(begin … commit / to_trf / to_vrf) becomes one exec command with its fetch and commit sequencers and
+one config per engine stage, and syncs order commands across contexts (see docs/lowering.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from furiosa_opt.compiler import visa
+from furiosa_opt.compiler.lir import Buffer, Command, Lir
+from furiosa_opt.compiler.lower.addresses import (
+    Layout,
+    commit_sequencer,
+    dma_loops,
+    dram_layout,
+    element_bytes,
+    fetch_sequencer,
+    sram_layout,
+)
+from furiosa_opt.compiler.lower.placement import place
+from furiosa_opt.compiler.replay import replay_objects
+from furiosa_opt.compiler.visa import format_attr
+from furiosa_opt.diagnostics import Location, VerifyError
+from furiosa_opt.lang.tensors import DmTensor, HbmTensor, Tensor, TensorView, TrfTensor, VrfTensor
+from furiosa_opt.mapping import m
+
+VIEW_OPS = {"view", "view_mut", "tile", "pad", "unpad", "reshape"}
+DMA_OPS = {"to_dm", "to_hbm", "hbm_to_hbm", "to_dm_view", "to_hbm_view"}
+TERMINALS = {"commit", "commit_view", "to_trf", "to_vrf"}
+MEMORY = {HbmTensor: "dram", DmTensor: "sram", TrfTensor: "trf", VrfTensor: "vrf"}
+
+
+@dataclass
+class _Pending:
+    """What a command still needs once buffers have addresses."""
+
+    op: visa.Op
+    source: object = None
+    target: object = None
+    chain: list[visa.Op] = field(default_factory=list)
+
+
+class _Lowering:
+    def __init__(self, kernel: visa.Kernel, root: Path | None):
+        self.ir, self.objects = replay_objects(kernel)
+        self.root = root
+        self.buffers: dict[str, Buffer] = {}
+        self.of_value: dict[str, str] = {}  # vISA value → buffer name
+        self.where: dict[str, Location | None] = {}
+        self.commands: list[Command] = []
+        self.pending: list[_Pending] = []
+        self.producer = {v.name: op for op in self.ir.ops for v in op.results}
+
+    # ---- buffers ----
+
+    def buffer(self, value: visa.Value, op: visa.Op | None) -> str:
+        tensor = self.objects[value.name]
+        memory = MEMORY[type(tensor)]
+        name = f"T{len(self.buffers)}"
+        per_slice = tensor.params[-1].size * (tensor.params[3].size if isinstance(tensor, TrfTensor) else 1)
+        count = tensor.storage.size if memory == "dram" else per_slice
+        self.buffers[name] = Buffer(
+            name,
+            value.name,
+            memory,
+            tensor.dtype.name,
+            [str(p) for p in tensor.params],
+            0,
+            tensor.dtype.nbytes(count),
+            -1 if op is None else len(self.commands),
+            -1,
+        )
+        self.of_value[value.name] = name
+        self.where[name] = _location(op) if op else None
+        return name
+
+    def base_of(self, name: str) -> str:
+        return self.of_value[name]
+
+    # ---- commands ----
+
+    def command(self, op: visa.Op, context: str, kind: str, inputs: list[str], outputs: list[str]) -> Command:
+        loc = _loc_text(op.loc, self.root)
+        index = self.ir.ops.index(op)
+        command = Command(len(self.commands), context, kind, index, op.opcode, loc, inputs, outputs)
+        self.commands.append(command)
+        return command
+
+    def run(self) -> Lir:
+        args = [self.buffer(v, None) for v in self.ir.args]
+        for op in self.ir.ops:
+            self.lower_op(op)
+        results = [self.base_of(name) for name in self.ir.returns]
+        self.lifetimes(results)
+        place(list(self.buffers.values()), self.where)
+        for pending, command in zip(self.pending, [c for c in self.commands if c.kind != "view"], strict=True):
+            self.fill(pending, command)
+        commands = _with_syncs(self.commands, self.buffers)
+        self.lifetimes(results, commands)
+        lir = Lir(self.ir.identity, self.ir.chip, self.ir.pe, list(self.buffers.values()), commands, args, results)
+        return lir
+
+    def lower_op(self, op: visa.Op) -> None:
+        if op.opcode in VIEW_OPS:
+            base = self.base_of(op.operands[0])
+            for value in op.results:
+                self.of_value[value.name] = base
+            self.command(op, "none", "view", [base], [])
+        elif op.opcode in ("hbm_new", "dm_new"):
+            self.buffer(op.results[0], op)
+        elif op.opcode in DMA_OPS:
+            self.lower_dma(op)
+        elif op.opcode in TERMINALS:
+            self.lower_pipeline(op)
+
+    def lower_dma(self, op: visa.Op) -> None:
+        source = self.objects[op.operands[0]]
+        if op.opcode.endswith("_view"):
+            target = self.objects[op.operands[1]]
+            output = self.base_of(op.operands[1])
+        else:
+            target = self.objects[op.results[0].name]
+            output = self.buffer(op.results[0], op)
+        context = op.attr("ctx").name
+        self.command(op, context, "dma", [self.base_of(op.operands[0])], [output])
+        self.pending.append(_Pending(op, source, target))
+
+    def lower_pipeline(self, terminal: visa.Op) -> None:
+        chain = [terminal]
+        while chain[-1].opcode != "begin":
+            chain.append(self.producer[chain[-1].operands[0]])
+        chain.reverse()
+        begin = chain[0]
+        inputs = [self.base_of(begin.operands[0])]
+        for op in chain[1:]:
+            inputs += [self.base_of(name) for name in op.operands[1:] if name in self.of_value]
+        if terminal.opcode == "commit_view":
+            output = self.base_of(terminal.operands[1])
+        else:
+            output = self.buffer(terminal.results[0], terminal)
+        self.command(terminal, begin.attr("ctx").name, "exec", inputs, [output])
+        self.pending.append(_Pending(terminal, chain=chain))
+
+    # ---- after placement ----
+
+    def layout(self, obj: object) -> Layout:
+        if isinstance(obj, TensorView):
+            base = self.layout(obj.base)
+            shift = obj.window * element_bytes(obj.dtype)
+            return Layout((*obj.outer, obj.element), base.units, base.base + shift, obj.dtype)
+        tensor: Tensor = obj
+        buffer = self.buffers[self.of_value[self._value_of(tensor)]]
+        if isinstance(tensor, HbmTensor):
+            return dram_layout(tensor.params, tensor.dtype, buffer.address)
+        return sram_layout(tensor.params, tensor.dtype, buffer.address)
+
+    def _value_of(self, obj: object) -> str:
+        for name, candidate in self.objects.items():
+            if candidate is obj:
+                return name
+        raise KeyError(obj)
+
+    def fill(self, pending: _Pending, command: Command) -> None:
+        op = pending.op
+        try:
+            if command.kind == "dma":
+                src, dst = self.layout(pending.source), self.layout(pending.target)
+                packet, loops = dma_loops(src, dst, op.opcode)
+                command.dma = {"src_base": src.base, "dst_base": dst.base, "packet": packet, "loops": loops}
+            else:
+                self.fill_exec(pending.chain, command)
+        except VerifyError as error:
+            error.location = _location(op)
+            raise
+
+    def fill_exec(self, chain: list[visa.Op], command: Command) -> None:
+        begin, fetch, terminal = chain[0], chain[1], chain[-1]
+        view = self.objects[begin.operands[0]]
+        source = self.layout(view)
+        command.fetch = fetch_sequencer(
+            self.base_of(begin.operands[0]),
+            source.base,
+            view.dtype,
+            m["1"],
+            view.element,
+            fetch.attr("time"),
+            fetch.attr("packet"),
+            command.context,
+        )
+        command.engines = [{"stage": op.opcode, **{k: format_attr(v) for k, v in op.attrs}} for op in chain[2:]]
+        if terminal.opcode in ("commit", "commit_view"):
+            stream = self.objects[terminal.operands[0]]
+            target = (
+                self.objects[terminal.operands[1]]
+                if terminal.opcode == "commit_view"
+                else self.objects[terminal.results[0].name]
+            )
+            destination = self.layout(target)
+            element = target.element if isinstance(target, TensorView) else target.params[3]
+            command.commit = commit_sequencer(
+                command.outputs[0], destination.base, stream.dtype, stream.time, stream.packet, element, command.context
+            )
+
+    def lifetimes(self, results: list[str], commands: list[Command] | None = None) -> None:
+        commands = commands if commands is not None else self.commands
+        for buffer in self.buffers.values():
+            if buffer.first >= 0:
+                buffer.first = min((c.index for c in commands if buffer.name in c.outputs), default=buffer.first)
+            uses = [c.index for c in commands if buffer.name in c.inputs or buffer.name in c.outputs]
+            buffer.last = max(uses, default=buffer.first)
+        for name in results:
+            self.buffers[name].last = len(commands)
+
+
+def _location(op: visa.Op | None) -> Location | None:
+    if op is None or op.loc is None:
+        return None
+    return Location(op.loc.file, op.loc.line, op.opcode)
+
+
+def _loc_text(loc: visa.Loc | None, root: Path | None) -> str | None:
+    if loc is None:
+        return None
+    path = Path(loc.file)
+    if root is not None and path.is_absolute() and path.resolve().is_relative_to(root.resolve()):
+        path = path.resolve().relative_to(root.resolve())
+    return f"{path.as_posix()}:{loc.line}"
+
+
+def _with_syncs(commands: list[Command], buffers: dict[str, Buffer]) -> list[Command]:
+    """Insert a sync before each command that must wait for work on another context: it reads what
+    another context wrote, or writes memory another context still reads or writes (address overlap)."""
+    final: list[Command] = []
+    accesses: list[tuple[Buffer, int, str, bool]] = []  # (buffer, final index, context, wrote)
+    for command in commands:
+        if command.kind == "view":
+            command.index = len(final)
+            final.append(command)
+            continue
+        waits = set()
+        for buffer, index, context, wrote in accesses:
+            if context == command.context:
+                continue
+            reads_written = wrote and any(_same(buffer, buffers[b]) for b in command.inputs)
+            overwrites = any(_overlap(buffer, buffers[b]) for b in command.outputs)
+            if reads_written or overwrites:
+                waits.add(index)
+        if waits:
+            final.append(Command(len(final), command.context, "sync", -1, "sync", command.loc, waits=sorted(waits)))
+        command.index = len(final)
+        final.append(command)
+        accesses += [(buffers[b], command.index, command.context, False) for b in command.inputs]
+        accesses += [(buffers[b], command.index, command.context, True) for b in command.outputs]
+    return final
+
+
+def _same(a: Buffer, b: Buffer) -> bool:
+    return a.name == b.name or _overlap(a, b)
+
+
+def _overlap(a: Buffer, b: Buffer) -> bool:
+    return a.memory == b.memory and a.address < b.address + b.bytes and b.address < a.address + a.bytes
+
+
+def lower(kernel: visa.Kernel, root: Path | None = None) -> Lir:
+    return _Lowering(kernel, root).run()

@@ -1,0 +1,83 @@
+"""Placement: addresses for every buffer, reusing memory once a buffer is dead.
+
+DM buffers take the same offset in every slice (SPMD), first fit by lifetime within 512 KiB per slice;
+TRF tensors take a half of the file when they fit one (so a second tensor can be loaded beside them),
+else all of it; VRF tensors first fit within 8 KiB per slice; DRAM buffers are laid out in order,
+arguments first, each 256-byte aligned. A kernel that does not fit is refused at the line that
+allocates the buffer that overflows, naming what is live there.
+"""
+
+from __future__ import annotations
+
+from furiosa_opt.arch import RNGD
+from furiosa_opt.compiler.lir import Buffer
+from furiosa_opt.diagnostics import Location, VerifyError
+
+ALIGN = {"sram": RNGD.dma_sram_write_align, "vrf": RNGD.flit_bytes, "dram": RNGD.dma_burst_bytes}
+
+
+def _aligned(value: int, to: int) -> int:
+    return -(-value // to) * to
+
+
+def place(buffers: list[Buffer], where: dict[str, Location | None]) -> None:
+    """Fill in `address` (and `region` for TRF) of every buffer; raise VerifyError on overflow."""
+    dram = 0
+    for buffer in sorted((b for b in buffers if b.memory == "dram"), key=lambda b: b.first):
+        buffer.address = dram
+        dram = _aligned(dram + buffer.bytes, ALIGN["dram"])
+    _first_fit([b for b in buffers if b.memory == "sram"], RNGD.dm_bytes_per_slice, "sram", where)
+    _first_fit([b for b in buffers if b.memory == "vrf"], RNGD.vrf_bytes_per_slice, "vrf", where)
+    _trf_regions([b for b in buffers if b.memory == "trf"], where)
+
+
+def _overlaps(a: Buffer, b: Buffer) -> bool:
+    return a.first <= b.last and b.first <= a.last
+
+
+def _first_fit(buffers: list[Buffer], capacity: int, memory: str, where: dict[str, Location | None]) -> None:
+    placed: list[Buffer] = []
+    for buffer in sorted(buffers, key=lambda b: (b.first, b.name)):
+        live = sorted((b for b in placed if _overlaps(b, buffer)), key=lambda b: b.address)
+        address = 0
+        for other in live:
+            if address + buffer.bytes <= other.address:
+                break
+            address = max(address, _aligned(other.address + other.bytes, ALIGN[memory]))
+        if address + buffer.bytes > capacity:
+            used = sum(b.bytes for b in live)
+            names = ", ".join(f"{b.name} {b.bytes} B" for b in live) or "nothing else"
+            label = {"sram": "DM", "vrf": "VRF"}[memory]
+            raise VerifyError(
+                f"{label.lower()}-overflow",
+                f"{label} overflows: this tensor needs {buffer.bytes} bytes per slice while {used} are held by "
+                f"live tensors ({names}); {label} holds {capacity} bytes per slice",
+                notes=("end a tensor's life earlier (use it last before allocating the next), or tile the work",),
+                location=where.get(buffer.name),
+            )
+        buffer.address = address
+        placed.append(buffer)
+
+
+def _trf_regions(buffers: list[Buffer], where: dict[str, Location | None]) -> None:
+    half = RNGD.trf_capacity_bytes // 2
+    placed: list[Buffer] = []
+    for buffer in sorted(buffers, key=lambda b: (b.first, b.name)):
+        taken = {b.region for b in placed if _overlaps(b, buffer)}
+        if "full" in taken or (buffer.bytes > half and taken):
+            raise VerifyError(
+                "trf-overflow",
+                f"TRF overflows: this tensor needs {buffer.bytes} bytes while the register file "
+                f"({RNGD.trf_capacity_bytes} bytes, two halves of {half}) holds live tensors in {sorted(taken)}",
+                location=where.get(buffer.name),
+            )
+        if buffer.bytes > half:
+            buffer.region, buffer.address = "full", 0
+        else:
+            buffer.region = "first_half" if "first_half" not in taken else "second_half"
+            if buffer.region in taken:
+                raise VerifyError(
+                    "trf-overflow", "TRF overflows: both halves hold live tensors", location=where.get(buffer.name)
+                )
+            buffer.address = 0 if buffer.region == "first_half" else half
+        placed.append(buffer)
