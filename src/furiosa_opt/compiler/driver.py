@@ -82,7 +82,7 @@ def compile_visa(path: Path) -> Compiled:
         parsed = visa.parse_kernel(text)
     except visa.VisaSyntaxError as error:
         diagnostic = Diagnostic("visa-syntax", str(error), "visa", None, [Span(str(path), error.line, 1)])
-        return Compiled(path.name, None, [diagnostic])
+        return Compiled(path.name, diagnostics=[diagnostic])
     result = Compiled(parsed.identity)
     try:
         result.visa = replay(parsed)
