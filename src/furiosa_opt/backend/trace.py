@@ -104,7 +104,7 @@ class Tracer:
 
 
 def _loc(location: Location | None) -> visa.Loc | None:
-    return visa.Loc(location.file, location.line) if location else None
+    return visa.Loc(location.file, location.line, location.column) if location else None
 
 
 def trace(kernel: DeviceFunction, collect: bool = True) -> tuple[visa.Kernel | None, list[FuriosaOptError]]:

@@ -52,7 +52,7 @@ def relocate(kernel: visa.Kernel, root: Path) -> visa.Kernel:
             return None
         path = Path(loc.file)
         if path.is_absolute() and path.resolve().is_relative_to(root.resolve()):
-            return visa.Loc(path.resolve().relative_to(root.resolve()).as_posix(), loc.line)
+            return visa.Loc(path.resolve().relative_to(root.resolve()).as_posix(), loc.line, loc.column)
         return loc
 
     return replace(kernel, ops=tuple(replace(op, loc=moved(op.loc)) for op in kernel.ops))

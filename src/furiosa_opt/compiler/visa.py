@@ -51,6 +51,7 @@ class Value:
 class Loc:
     file: str
     line: int
+    column: int = field(default=1, compare=False)  # kept in memory for diagnostics, not printed
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}"

@@ -216,7 +216,7 @@ class _Lowering:
 def _location(op: visa.Op | None) -> Location | None:
     if op is None or op.loc is None:
         return None
-    return Location(op.loc.file, op.loc.line, op.opcode)
+    return Location(op.loc.file, op.loc.line, op.opcode, op.loc.column)
 
 
 def _loc_text(loc: visa.Loc | None, root: Path | None) -> str | None:
