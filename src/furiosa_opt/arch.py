@@ -49,6 +49,12 @@ class Rngd:
     dma_burst_bytes: int = 256
     dma_startup_cycles: int = 500
     dma_engines_per_chip: int = 8
+    pcie_bytes_per_cycle: int = 30  # dma-engine.md: PCIe DMA, reads and writes
+
+    # ---- DM banks (memory-performance.md)
+    dm_banks_per_slice: int = 16
+    dm_bank_width_bytes: int = 8
+    bank_starvation_accesses: int = 64  # < 64 consecutive same-bank accesses, or DMA must wait
 
 
 RNGD = Rngd()

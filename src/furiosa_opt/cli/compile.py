@@ -1,4 +1,8 @@
-"""`furiosa-opt compile`: select kernels, run the compiler's stages, report like cargo."""
+"""`furiosa-opt compile`: select kernels, run the compiler's stages, publish artifacts, report like cargo.
+
+Kernels are found by reading source (`@device` at module level), so an up-to-date kernel is reported
+fresh without importing anything; only kernels whose fast key changed are imported and compiled.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,17 @@ import argparse
 import json
 import os
 import sys
-import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-from furiosa_opt.cli.workspace import WorkspaceError, kernels, locate, select
-from furiosa_opt.compiler import lir, visa
+from furiosa_opt.cli.workspace import Package, WorkspaceError, import_module, locate, select
+from furiosa_opt.compiler import cache, lir
 from furiosa_opt.compiler.dfg import dump_dfg
-from furiosa_opt.compiler.diagnostics import Diagnostic
+from furiosa_opt.compiler.diagnostics import Diagnostic, Span
 from furiosa_opt.compiler.driver import Compiled, compile_kernel, compile_visa
+from furiosa_opt.compiler.schedule import schedule_json, summary, summary_markdown
+from furiosa_opt.files import write_atomic
+from furiosa_opt.lang.device import DeviceFunction
 
 
 class Reporter:
@@ -36,87 +43,154 @@ class Reporter:
             print(f"{verb:>12} {text}", file=sys.stderr, flush=True)
 
 
-def _write(path: Path, data: bytes) -> None:
-    """Atomically: stage next to the target, then rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", delete=False) as handle:
-        handle.write(data)
-        staged = Path(handle.name)
-    staged.replace(path)
+@dataclass
+class Target:
+    package: Package
+    source: cache.KernelSource
 
 
-def _filtered(found: list, filters: list[str], report: Reporter) -> list:
+def targets(packages: list[Package]) -> tuple[list[Target], list[Diagnostic]]:
+    """The kernels of the packages, read from source; a module that does not parse is a diagnostic."""
+    found, problems = [], []
+    for package in packages:
+        for module, path in package.modules():
+            try:
+                found += [Target(package, k) for k in cache.find_kernels(module, path)]
+            except SyntaxError as error:
+                span = Span(str(path), error.lineno or 1, error.offset or 1)
+                problems.append(Diagnostic("syntax-error", error.msg, "import", module, [span]))
+    return sorted(found, key=lambda t: t.source.identity), problems
+
+
+def filtered(found: list[Target], filters: list[str], report: Reporter) -> list[Target]:
     if not filters:
         return found
     needles = [f.replace("::", ".") for f in filters]
     for original, needle in zip(filters, needles, strict=True):
-        if not any(needle in k.identity for k in found):
+        if not any(needle in t.source.identity for t in found):
             report.status("Warning", f"filter `{original}` matched no kernel", filter=original)
-    return [k for k in found if any(n in k.identity for n in needles)]
+    return [t for t in found if any(n in t.source.identity for n in needles)]
+
+
+def _dumps(options: argparse.Namespace) -> list[Path]:
+    names = ("dump_visa", "dump_dfg", "dump_ir", "dump_graph", "dump_schedule", "dump_summary")
+    return [getattr(options, n) for n in names if getattr(options, n) is not None]
 
 
 def run_compile(options: argparse.Namespace) -> int:
     report = Reporter(options.message_format == "json")
-    dumps = [d for d in (options.dump_visa, options.dump_dfg, options.dump_ir, options.dump_graph) if d is not None]
     if options.visa is not None:
-        results = [compile_visa(options.visa)]
-    else:
-        try:
-            workspace = locate(Path.cwd())
-            packages = select(workspace, options.package)
-        except WorkspaceError as error:
-            report.diagnostic(error.diagnostic)
-            return 1
-        found, root_of = [], {}
-        for package in packages:
-            package_kernels, problems = kernels(package)
-            for problem in problems:
-                report.diagnostic(problem)
-            if problems:
-                return 1
-            found += package_kernels
-            root_of |= {k.identity: package.root for k in package_kernels}
-        selected = _filtered(found, options.filters, report)
-        if not selected:
-            report.status("Error", "no kernel selected" + (f" (of {len(found)})" if found else ""))
-            return 1
-        if dumps and len(selected) != 1:
-            names = "\n".join(f"    {k.identity}" for k in selected)
-            report.status("Error", f"dump flags need exactly one kernel, {len(selected)} match:\n{names}")
-            return 1
-        results = []
-        for kernel in selected:
-            results.append(compile_kernel(kernel, root_of[kernel.identity]))
-    return _finish(results, options, report)
-
-
-def _finish(results: list[Compiled], options: argparse.Namespace, report: Reporter) -> int:
-    failed = 0
-    for result in results:
-        for diagnostic in result.diagnostics:
-            report.diagnostic(diagnostic)
-        if not result.ok:
-            failed += 1
-            report.status("Failed", result.identity, kernel=result.identity, success=False)
-            continue
-        ops, commands = len(result.visa.ops), len(result.lir.commands)
-        seconds = sum(result.seconds.values())
-        report.status(
-            "Compiled",
-            f"{result.identity} ({ops} vISA ops → {commands} LIR commands, {seconds:.3f} s)",
-            kernel=result.identity,
-            success=True,
-            ops=ops,
-            commands=commands,
-        )
-        if options.dump_visa is not None:
-            _write(options.dump_visa, visa.print_kernel(result.visa).encode())
-        if options.dump_dfg is not None:
-            _write(options.dump_dfg, dump_dfg(result.visa))
-        if options.dump_ir is not None:
-            _write(options.dump_ir, lir.dump(result.lir))
-        if options.dump_graph is not None:
-            _write(options.dump_graph, json.dumps(lir.graph(result.lir), indent=1, sort_keys=True).encode())
-    summary = f"{len(results) - failed} kernel(s) compiled, {failed} failed"
-    report.status("Finished" if not failed else "Error", summary, compiled=len(results) - failed, failed=failed)
+        return _compile_visa(options, report)
+    try:
+        workspace = locate(Path.cwd())
+        packages = select(workspace, options.package)
+    except WorkspaceError as error:
+        report.diagnostic(error.diagnostic)
+        return 1
+    found, problems = targets(packages)
+    for problem in problems:
+        report.diagnostic(problem)
+    if problems:
+        return 1
+    selected = filtered(found, options.filters, report)
+    if not selected:
+        report.status("Error", "no kernel selected" + (f" (of {len(found)})" if found else ""))
+        return 1
+    if _dumps(options) and len(selected) != 1:
+        names = "\n".join(f"    {t.source.identity}" for t in selected)
+        report.status("Error", f"dump flags need exactly one kernel, {len(selected)} match:\n{names}")
+        return 1
+    out = cache.out_dir(workspace.root)
+    failed = compiled = fresh = 0
+    for target in selected:
+        outcome = _build(target, out, options, report)
+        failed += outcome == "failed"
+        compiled += outcome == "compiled"
+        fresh += outcome == "fresh"
+    text = f"{compiled} compiled, {fresh} up to date, {failed} failed (artifacts in {out})"
+    if compiled == 0 and failed == 0:
+        text = f"nothing to compile: {fresh} kernel(s) up to date (artifacts in {out})"
+    report.status("Finished" if not failed else "Error", text, compiled=compiled, fresh=fresh, failed=failed)
     return 1 if failed else 0
+
+
+def _build(target: Target, out: Path, options: argparse.Namespace, report: Reporter) -> str:
+    identity = target.source.identity
+    edf_path, record_path = cache.paths(out, identity)
+    key = cache.fast_key(target.source, target.package.root, target.package.source)
+    record = cache.read_record(record_path)
+    usable = record is not None and cache.artifact_state(edf_path, record) is None
+    if usable and record.get("fast_digest") == key.digest() and not _dumps(options):
+        report.status("Fresh", identity, kernel=identity, success=True, cached=True)
+        return "fresh"
+    module, problem = import_module(target.package, target.source.module, target.source.file)
+    kernel = getattr(module, identity.rsplit(".", 1)[1], None) if module is not None else None
+    if problem is not None or not isinstance(kernel, DeviceFunction):
+        report.diagnostic(problem or Diagnostic("no-kernel", f"`{identity}` is not a @device function", "import"))
+        report.status("Failed", identity, kernel=identity, success=False)
+        return "failed"
+    result = compile_kernel(kernel, target.package.root)
+    if not _report(result, report):
+        return "failed"
+    text = result.visa_text
+    same_code = usable and record.get("visa_sha256") == cache.digest(text.encode())
+    if not same_code:
+        write_atomic(edf_path, result.edf)
+    stored = edf_path.read_bytes() if same_code else result.edf
+    artifact = cache.artifact_key(text, f"chip={kernel.device.chip},pe={kernel.device.pe}")
+    write_atomic(record_path, cache.record_for(key, artifact, stored, text))
+    _write_dumps(result, options)
+    verb = "Fresh" if same_code else "Compiled"
+    detail = "vISA unchanged, artifact kept" if same_code else _stats(result)
+    report.status(verb, f"{identity} ({detail})", kernel=identity, success=True, cached=same_code)
+    return "fresh" if same_code else "compiled"
+
+
+def _stats(result: Compiled) -> str:
+    ops, commands = len(result.visa.ops), len(result.lir.commands)
+    seconds = sum(result.seconds.values())
+    return f"{ops} vISA ops → {commands} LIR commands, makespan {result.plan.makespan} cycles, {seconds:.3f} s"
+
+
+def _report(result: Compiled, report: Reporter) -> bool:
+    for diagnostic in result.diagnostics:
+        report.diagnostic(diagnostic)
+    if not result.ok:
+        report.status("Failed", result.identity, kernel=result.identity, success=False)
+    return result.ok
+
+
+def _write_dumps(result: Compiled, options: argparse.Namespace) -> None:
+    if options.dump_visa is not None:
+        write_atomic(options.dump_visa, result.visa_text.encode())
+    if options.dump_dfg is not None:
+        write_atomic(options.dump_dfg, dump_dfg(result.visa))
+    if options.dump_ir is not None:
+        write_atomic(options.dump_ir, lir.dump(result.lir))
+    if options.dump_graph is not None:
+        write_atomic(options.dump_graph, json.dumps(lir.graph(result.lir), indent=1, sort_keys=True).encode())
+    if options.dump_schedule is not None:
+        data = json.dumps(schedule_json(result.plan), indent=1, sort_keys=True)
+        write_atomic(options.dump_schedule, data.encode())
+    if options.dump_summary is not None:
+        numbers = summary(result.plan)
+        write_atomic(options.dump_summary / "summary.json", json.dumps(numbers, indent=1).encode())
+        write_atomic(options.dump_summary / "summary.md", summary_markdown(numbers).encode())
+
+
+def _compile_visa(options: argparse.Namespace, report: Reporter) -> int:
+    """Hand-written vISA through every stage; the EDF lands where the Python kernel's would."""
+    result = compile_visa(options.visa)
+    if not _report(result, report):
+        return 1
+    try:
+        root = locate(Path.cwd()).root
+    except WorkspaceError:
+        root = Path.cwd()
+    edf_path, _ = cache.paths(cache.out_dir(root), result.identity)
+    write_atomic(edf_path, result.edf)
+    _write_dumps(result, options)
+    report.status("Compiled", f"{result.identity} from {options.visa} ({_stats(result)})", kernel=result.identity,
+                  success=True)  # fmt: skip
+    report.status("Finished", f"1 compiled (artifact {edf_path})", compiled=1, failed=0)
+    return 0

@@ -11,16 +11,17 @@ import sys
 from pathlib import Path
 
 from furiosa_opt import __version__
+from furiosa_opt.cli.cache import run_cache
 from furiosa_opt.cli.compile import run_compile
 
-COMMANDS = ("run", "test", "bench", "build", "check", "doc", "new", "view", "schedule", "cache", "doctor")
+COMMANDS = ("run", "test", "bench", "build", "check", "doc", "new", "view", "schedule", "doctor")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="furiosa-opt", description="Compile, run and inspect RNGD kernels.")
     parser.add_argument("-V", "--version", action="version", version=f"furiosa-opt {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="<command>")
-    compile_ = commands.add_parser("compile", help="compile kernels (Python → vISA → LIR)")
+    compile_ = commands.add_parser("compile", help="compile kernels (Python → vISA → LIR → EDF)")
     compile_.add_argument("filters", nargs="*", metavar="FILTER", help="substring of a kernel identity (`::` ok)")
     compile_.add_argument("-p", "--package", action="append", default=[], metavar="PKG")
     compile_.add_argument("--message-format", choices=("human", "json"), default="human")
@@ -29,6 +30,12 @@ def _parser() -> argparse.ArgumentParser:
     compile_.add_argument("--dump-dfg", type=Path, metavar="FILE", help="write the vISA data-flow graph (msgpack)")
     compile_.add_argument("--dump-ir", type=Path, metavar="FILE", help="write the LIR (msgpack, docs/lir.md)")
     compile_.add_argument("--dump-graph", type=Path, metavar="FILE", help="write the LIR graph (JSON)")
+    compile_.add_argument("--dump-schedule", type=Path, metavar="FILE", help="write the schedule (JSON)")
+    compile_.add_argument("--dump-summary", type=Path, metavar="DIR", help="write summary.json and summary.md")
+    cache_ = commands.add_parser("cache", help="inspect the per-kernel artifact cache")
+    cache_.add_argument("action", choices=("ls", "explain", "verify", "clean"))
+    cache_.add_argument("filters", nargs="*", metavar="FILTER")
+    cache_.add_argument("-p", "--package", action="append", default=[], metavar="PKG")
     return parser
 
 
@@ -40,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     options = _parser().parse_args(args)
     if options.command == "compile":
         return run_compile(options)
+    if options.command == "cache":
+        return run_cache(options)
     _parser().print_help(sys.stderr)
     return 2
 

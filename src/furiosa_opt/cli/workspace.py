@@ -143,21 +143,27 @@ def select(workspace: Workspace, names: list[str]) -> list[Package]:
     return chosen
 
 
-def kernels(package: Package) -> tuple[list[DeviceFunction], list[Diagnostic]]:
-    """Import every module of the package and collect the `@device` functions defined in each."""
+def import_module(package: Package, module_name: str, path: Path) -> tuple[object | None, Diagnostic | None]:
+    """Import one module of the package; a failure is a diagnostic at the user's line."""
     if str(package.source) not in sys.path:
         sys.path.insert(0, str(package.source))
+    try:
+        return importlib.import_module(module_name), None
+    except SyntaxError as error:
+        span = Span(str(path), error.lineno or 1, error.offset or 1)
+        return None, Diagnostic("syntax-error", f"{error.msg}", "import", module_name, [span])
+    except Exception as error:  # an import failure inside user code: report it, keep going
+        return None, from_error(error, "import", module_name)
+
+
+def kernels(package: Package) -> tuple[list[DeviceFunction], list[Diagnostic]]:
+    """Import every module of the package and collect the `@device` functions defined in each."""
     found: dict[str, DeviceFunction] = {}
     problems = []
     for module_name, path in package.modules():
-        try:
-            module = importlib.import_module(module_name)
-        except SyntaxError as error:
-            span = Span(str(path), error.lineno or 1, error.offset or 1)
-            problems.append(Diagnostic("syntax-error", f"{error.msg}", "import", module_name, [span]))
-            continue
-        except Exception as error:  # an import failure inside user code: report it, keep going
-            problems.append(from_error(error, "import", module_name))
+        module, problem = import_module(package, module_name, path)
+        if problem is not None:
+            problems.append(problem)
             continue
         for value in vars(module).values():
             if isinstance(value, DeviceFunction) and value.__module__ == module_name:

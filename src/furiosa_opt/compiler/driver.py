@@ -1,8 +1,8 @@
 """The stage table and its driver: each stage is a named function from one IR to the next.
 
 Stage 1 ("visa") traces a `@device` function (or replays hand-written vISA) into vISA; stage 2 ("lir")
-places buffers and lowers every op into per-context commands. Stage 3 ("edf": LIR → scheduled
-ResourceLir → EDF) joins the same sequence later.
+places buffers and lowers every op into per-context commands; stage 3 ("edf") costs and schedules the
+commands (ResourceLir) and writes the EDF.
 """
 
 from __future__ import annotations
@@ -11,12 +11,16 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from furiosa_opt import __version__, env
 from furiosa_opt.backend.trace import trace
 from furiosa_opt.compiler import visa
+from furiosa_opt.compiler.cache import artifact_key
 from furiosa_opt.compiler.diagnostics import Diagnostic, Span, from_error
+from furiosa_opt.compiler.edf import write_edf
 from furiosa_opt.compiler.lir import Lir
 from furiosa_opt.compiler.lower import lower
 from furiosa_opt.compiler.replay import replay
+from furiosa_opt.compiler.schedule import Schedule, schedule
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.lang.device import DeviceFunction
 
@@ -26,12 +30,34 @@ class Compiled:
     identity: str
     visa: visa.Kernel | None = None
     lir: Lir | None = None
+    plan: Schedule | None = None
+    edf: bytes | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return self.lir is not None and not self.diagnostics
+        return self.edf is not None and not self.diagnostics
+
+    @property
+    def visa_text(self) -> str:
+        return visa.print_kernel(self.visa)
+
+
+def _stage_three(result: Compiled) -> None:
+    """LIR → ResourceLir → schedule → EDF. The EDF's key is the vISA it was compiled from, so
+    compiling a dumped vISA gives the same bytes as compiling the Python."""
+    start = time.perf_counter()
+    try:
+        result.plan = schedule(result.lir, env.scheduler())
+        device = f"chip={result.lir.chip},pe={result.lir.pe}"
+        timings = [(s.costed.command.index, s.start, s.end) for s in result.plan.slots]
+        result.edf = write_edf(
+            result.lir, compiler_version=__version__, cache_key=artifact_key(result.visa_text, device), schedule=timings
+        )
+    except FuriosaOptError as error:
+        result.diagnostics.append(from_error(error, "edf", result.identity))
+    result.seconds["edf"] = time.perf_counter() - start
 
 
 def _stage_two(result: Compiled, kernel: visa.Kernel, root: Path | None) -> None:
@@ -42,6 +68,8 @@ def _stage_two(result: Compiled, kernel: visa.Kernel, root: Path | None) -> None
     except FuriosaOptError as error:
         result.diagnostics.append(from_error(error, "lir", kernel.identity))
     result.seconds["lir"] = time.perf_counter() - start
+    if result.lir is not None:
+        _stage_three(result)
 
 
 def relocate(kernel: visa.Kernel, root: Path) -> visa.Kernel:

@@ -1,0 +1,126 @@
+"""ResourceLir: each LIR command with the resources it occupies and its cost in cycles.
+
+Every number comes from `arch.RNGD`; every formula is written out in docs/cost-model.md. The model
+reproduces the DMA examples of the book (HBM→HBM 628, HBM→DM 66,036, DM→DM same cluster 131,572
+cycles) and estimates Tensor Unit pipelines from their fetch, flit and commit counts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from furiosa_opt.arch import RNGD
+from furiosa_opt.compiler.lir import Buffer, Command, Lir, Sequencer
+from furiosa_opt.compiler.lower.addresses import walk_sequencer
+from furiosa_opt.dtypes import dtype_by_name
+
+# Tensor Unit pipelines: cycles to fill the fetch → compute → commit pipe once (not documented upstream).
+PIPELINE_FILL = 32
+ROUTE_NAMES = {
+    ("dram", "sram"): "HBM→DM",
+    ("sram", "dram"): "DM→HBM",
+    ("dram", "dram"): "HBM→HBM",
+    ("sram", "sram"): "DM→DM",
+}
+VECTOR_STAGES = ("vector_",)
+
+
+@dataclass
+class Costed:
+    command: Command
+    cycles: int
+    resources: tuple[str, ...]  # main, sub, ve, tdma, pdma
+    contexts: tuple[str, ...]  # schedule-JSON context names
+    tpe: str  # schedule-JSON instruction type
+    route: str = ""  # DMA route, for the summary
+    moved: int = 0  # bytes a DMA moves
+    notes: list[str] = field(default_factory=list)
+
+
+def _dma_cycles(command: Command, source: Buffer, target: Buffer) -> tuple[int, int]:
+    """(cycles, bytes): packets split into 256-byte bursts, one request a cycle, plus the command
+    startup; HBM↔DM pipelines reads and writes, HBM→HBM and DM→DM pay them in series."""
+    dma = command.dma
+    packets = math.prod(loop.size for loop in dma["loops"])
+    bursts = packets * -(-dma["packet"] // RNGD.dma_burst_bytes)
+    reads, writes = bursts, bursts
+    if target.memory == "dram" and dma["packet"] % RNGD.dma_burst_bytes:
+        writes += packets  # a partial 256-byte block is read, modified and written back
+    serial = source.memory == target.memory
+    busy = reads + writes if serial else max(reads, writes)
+    return busy + RNGD.dma_startup_cycles, packets * dma["packet"]
+
+
+def _pcie_cycles(command: Command) -> tuple[int, int]:
+    moved = math.prod(loop.size for loop in command.dma["loops"]) * command.dma["packet"]
+    return -(-moved // RNGD.pcie_bytes_per_cycle) + RNGD.dma_startup_cycles, moved
+
+
+def _steps(sequencer: Sequencer) -> tuple[int, int]:
+    """(stream time steps, packet elements) a sequencer walks."""
+    time = math.prod(e.size for e in sequencer.time)
+    packet = math.prod(e.size for e in sequencer.packet)
+    return time, packet
+
+
+def _exec_cycles(command: Command, element_bytes: int) -> int:
+    """max(fetch, flits, commit) + the pipeline fill: the stages stream concurrently."""
+    time, packet = _steps(command.fetch)
+    fetch = time * max(1, -(-packet * element_bytes // command.fetch.access))
+    flits = time * max(1, -(-packet * element_bytes // RNGD.flit_bytes))
+    commit = 0
+    if command.commit is not None:
+        out_time, out_packet = _steps(command.commit)
+        commit = out_time * max(1, -(-out_packet * element_bytes // command.commit.access))
+    return max(fetch, flits, commit) + PIPELINE_FILL
+
+
+def same_bank_run(sequencer: Sequencer, element_bytes: int, limit: int = 4096) -> int:
+    """The longest run of consecutive fetch accesses to one DM bank, over the first `limit` accesses."""
+    addresses = walk_sequencer(sequencer, 1)
+    step = max(1, sequencer.access // element_bytes)
+    banks = addresses[::step][:limit] // RNGD.dm_bank_width_bytes % RNGD.dm_banks_per_slice
+    if len(banks) < 2:
+        return len(banks)
+    edges = np.concatenate([[-1], np.flatnonzero(np.diff(banks) != 0), [len(banks) - 1]])
+    return int(np.diff(edges).max())
+
+
+def cost(lir: Lir) -> list[Costed]:
+    """ResourceLir: every non-view command with its resources and cycles (views and syncs cost 0)."""
+    buffers = {b.name: b for b in lir.buffers}
+    out = []
+    for command in lir.commands:
+        if command.kind in ("view", "sync"):
+            contexts = ("Noop",)
+            out.append(Costed(command, 0, (), contexts, "Noop"))
+            continue
+        if command.kind == "dma":
+            source, target = buffers[command.inputs[0]], buffers[command.outputs[0]]
+            route = ROUTE_NAMES.get((source.memory, target.memory), f"{source.memory}→{target.memory}")
+            if command.context == "pdma":
+                cycles, moved = _pcie_cycles(command)
+                out.append(Costed(command, cycles, ("pdma",), ("PcieDma",), "DmaPcie", route, moved))
+                continue
+            cycles, moved = _dma_cycles(command, source, target)
+            tpe = {"HBM→DM": "DmaLoad", "DM→HBM": "DmaStore"}.get(route, "Dma")
+            out.append(Costed(command, cycles, ("tdma",), ("DmaEngine",), tpe, route, moved))
+            continue
+        element_bytes = max(1, dtype_by_name(buffers[command.inputs[0]].dtype).bits // 8)
+        cycles = _exec_cycles(command, element_bytes)
+        uses_ve = any(e["stage"].startswith(VECTOR_STAGES) for e in command.engines)
+        resources = [command.context] + (["ve"] if uses_ve else [])
+        contexts = ["MainContext" if command.context == "main" else "SubContext"] + (
+            ["VectorEngine"] if uses_ve else []
+        )
+        costed = Costed(command, cycles, tuple(resources), tuple(contexts), command.context.capitalize())
+        run = same_bank_run(command.fetch, element_bytes)
+        if run >= RNGD.bank_starvation_accesses:  # the 64-access rule: no DMA may run beside it
+            costed.resources += ("tdma",)
+            costed.contexts += ("DmaEngine",)
+            costed.notes.append(f"{run} consecutive accesses to one DM bank: scheduled as occupying DMA")
+        out.append(costed)
+    return out

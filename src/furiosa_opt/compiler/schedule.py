@@ -1,0 +1,256 @@
+"""The scheduler and its outputs: schedule JSON (the Schedule Viewer's format) and the compile summary.
+
+Each context is an in-order stream, but the compiler chooses the order: a list scheduler places, at
+each step, the ready command that can start earliest (ties: the longest remaining path, then program
+order). A command waits for every earlier command whose memory it reads after a write (RAW), writes
+after a read (WAR) or writes after a write (WAW), on overlapping addresses in any context, and for the
+resources it occupies (its context; the Vector Engine shared by main and sub; DMA when the 64-access
+rule applies). TRF halves are different addresses, so a load into one half overlaps work on the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from furiosa_opt.compiler.lir import Buffer, Lir
+from furiosa_opt.compiler.resource import Costed, cost
+
+LANES = {"main": "Main", "sub": "Sub", "ve": "VE", "tdma": "TDMA", "pdma": "PDMA"}
+BUFFER_TYPES = {"dram": "Dram", "sram": "Sram", "trf": "Trf", "vrf": "Vrf"}
+
+
+@dataclass
+class Slot:
+    costed: Costed
+    start: int
+    end: int
+
+
+@dataclass
+class Schedule:
+    lir: Lir
+    slots: list[Slot]  # in LIR command order
+    makespan: int
+    lower_bound: int
+    critical_path: int
+
+
+def _overlap(a: Buffer, b: Buffer) -> bool:
+    return a.memory == b.memory and a.address < b.address + b.bytes and b.address < a.address + a.bytes
+
+
+def dependencies(lir: Lir, costed: list[Costed]) -> list[set[int]]:
+    """For each command, the earlier commands it must follow (RAW, WAR, WAW on overlapping memory)."""
+    buffers = {b.name: b for b in lir.buffers}
+    deps: list[set[int]] = []
+    for i, item in enumerate(costed):
+        command = item.command
+        reads = [buffers[b] for b in command.inputs]
+        writes = [buffers[b] for b in command.outputs]
+        mine: set[int] = set()
+        if item.cycles or command.kind == "exec" or command.kind == "dma":
+            for j in range(i):
+                other = costed[j].command
+                if other.kind in ("view", "sync"):
+                    continue
+                earlier_writes = [buffers[b] for b in other.outputs]
+                earlier_reads = [buffers[b] for b in other.inputs]
+                raw = any(_overlap(r, w) for r in reads for w in earlier_writes)
+                war = any(_overlap(w, r) for w in writes for r in earlier_reads)
+                waw = any(_overlap(w, v) for w in writes for v in earlier_writes)
+                if raw or war or waw:
+                    mine.add(j)
+        deps.append(mine)
+    return deps
+
+
+def _remaining(costed: list[Costed], deps: list[set[int]]) -> list[int]:
+    """Longest path from each command to the end (its own cycles included)."""
+    followers: list[list[int]] = [[] for _ in costed]
+    for i, before in enumerate(deps):
+        for j in before:
+            followers[j].append(i)
+    longest = [0] * len(costed)
+    for i in reversed(range(len(costed))):
+        longest[i] = costed[i].cycles + max((longest[k] for k in followers[i]), default=0)
+    return longest
+
+
+def schedule(lir: Lir, strategy: str = "list") -> Schedule:
+    """`list`: the ready command that can start first goes next; `inorder`: program order, each command
+    after the previous one ends (the naive baseline)."""
+    costed = cost(lir)
+    deps = dependencies(lir, costed)
+    priority = _remaining(costed, deps)
+    if strategy == "inorder":
+        previous = None
+        for i, item in enumerate(costed):
+            if item.command.kind not in ("view", "sync"):
+                if previous is not None:
+                    deps[i] = deps[i] | {previous}
+                previous = i
+    free: dict[str, int] = {}
+    end: dict[int, int] = {}
+    start: dict[int, int] = {}
+    waiting = [i for i, c in enumerate(costed) if c.command.kind not in ("view", "sync")]
+    while waiting:
+        ready = [i for i in waiting if deps[i] <= end.keys()]
+        if strategy == "inorder":
+            ready = ready[:1]
+        best = min(ready, key=lambda i: (_earliest(i, costed, deps, end, free), -priority[i], i))
+        at = _earliest(best, costed, deps, end, free)
+        start[best], end[best] = at, at + costed[best].cycles
+        for resource in costed[best].resources:
+            free[resource] = end[best]
+        waiting.remove(best)
+    slots = []
+    for i, item in enumerate(costed):
+        if i not in start:  # views and syncs: zero length where their next command starts
+            following = next((k for k in range(i + 1, len(costed)) if k in start), None)
+            at = start[following] if following is not None else max(end.values(), default=0)
+            start[i], end[i] = at, at
+        slots.append(Slot(item, start[i], end[i]))
+    makespan = max((s.end for s in slots), default=0)
+    critical = max(priority, default=0)
+    busy: dict[str, int] = {}
+    for item in costed:
+        for resource in item.resources:
+            busy[resource] = busy.get(resource, 0) + item.cycles
+    return Schedule(lir, slots, makespan, max([critical, *busy.values()], default=0), critical)
+
+
+def _earliest(i: int, costed: list[Costed], deps: list[set[int]], end: dict[int, int], free: dict[str, int]) -> int:
+    after = max((end[j] for j in deps[i]), default=0)
+    return max([after, *(free.get(r, 0) for r in costed[i].resources)])
+
+
+# ---- outputs ----------------------------------------------------------------------------------------
+
+
+def _description(slot: Slot) -> str:
+    command = slot.costed.command
+    stages = " → ".join(["fetch", *(e["stage"] for e in command.engines)]) if command.kind == "exec" else command.opcode
+    where = f" --> {command.loc}" if command.loc else ""
+    note = f" ({'; '.join(slot.costed.notes)})" if slot.costed.notes else ""
+    return f"{stages} [{command.context}]{note}{where}"
+
+
+def _slices(lir: Lir) -> int:
+    return lir.chip * 2 * 256
+
+
+def schedule_json(plan: Schedule) -> dict:
+    """Upstream's Schedule Viewer format (spec/movement.md §10.3–10.4), plus format/version/kernel."""
+    lir = plan.lir
+    index_of = {b.name: i for i, b in enumerate(lir.buffers)}
+    instructions = []
+    lifetimes: dict[str, list[int]] = {}
+    for slot in plan.slots:
+        command = slot.costed.command
+        sync = command.kind == "sync"
+        total = 1.0 if slot.costed.cycles else 0.0
+        instructions.append(
+            {
+                "index": f"ExplicitSync{command.index}" if sync else command.index,
+                "name": f"O{command.index}",
+                "tpe": "Noop" if sync else slot.costed.tpe,
+                "contexts": list(slot.costed.contexts),
+                "lifetime": {"begin": slot.start, "end": slot.end},
+                "util": {"total_util": total},
+                "description": _description(slot),
+                "input_tensors": [index_of[b] for b in command.inputs],
+                "output_tensors": [index_of[b] for b in command.outputs],
+                "source": command.loc,
+            }
+        )
+        for name in [*command.inputs, *command.outputs]:
+            span = lifetimes.setdefault(name, [slot.start, slot.end])
+            span[0], span[1] = min(span[0], slot.start), max(span[1], slot.end)
+    tensors = []
+    for i, b in enumerate(lir.buffers):
+        begin, finish = lifetimes.get(b.name, [0, plan.makespan])
+        if b.first < 0:
+            begin = 0
+        if b.name in lir.results:
+            finish = plan.makespan
+        spread = _slices(lir) if b.memory != "dram" else 1
+        tensors.append(
+            {
+                "index": i,
+                "name": b.name,
+                "visa_name": b.value,
+                "buffer_type": BUFFER_TYPES[b.memory],
+                "address": b.address,
+                "size": b.bytes * spread,
+                "dtype": b.dtype,
+                "mapping": ", ".join(b.levels),
+                "lifetime": {"begin": begin, "end": finish, "block_begin": b.first, "block_end": b.last},
+            }
+        )
+    return {
+        "format": "furiosa-opt-schedule",
+        "version": 1,
+        "kernel": lir.kernel,
+        "makespan": plan.makespan,
+        "instructions": instructions,
+        "tensors": tensors,
+    }
+
+
+def summary(plan: Schedule) -> dict:
+    """Makespan against its lower bound, lane utilisation, memory high-water, DMA routes, hot lines."""
+    lir = plan.lir
+    busy = {lane: 0 for lane in LANES.values()}
+    routes: dict[str, int] = {}
+    lines: dict[str, int] = {}
+    for slot in plan.slots:
+        item = slot.costed
+        for resource in item.resources:
+            busy[LANES[resource]] += item.cycles
+        if item.route:
+            routes[item.route] = routes.get(item.route, 0) + item.moved
+        if item.cycles and item.command.loc:
+            lines[item.command.loc] = lines.get(item.command.loc, 0) + item.cycles
+    high = {}
+    for memory in ("dram", "sram", "trf", "vrf"):
+        placed = [b for b in lir.buffers if b.memory == memory]
+        events = sorted({b.first for b in placed})
+        high[memory] = max((sum(b.bytes for b in placed if b.first <= t <= b.last) for t in events), default=0)
+    span = max(plan.makespan, 1)
+    return {
+        "kernel": lir.kernel,
+        "makespan": plan.makespan,
+        "lower_bound": plan.lower_bound,
+        "ratio": round(plan.makespan / max(plan.lower_bound, 1), 4),
+        "critical_path": plan.critical_path,
+        "utilisation": {lane: round(cycles / span, 4) for lane, cycles in busy.items()},
+        "memory_high_water_bytes": {
+            "hbm": high["dram"],
+            "dm_per_slice": high["sram"],
+            "trf_per_slice": high["trf"],
+            "vrf_per_slice": high["vrf"],
+        },
+        "dma_bytes_by_route": dict(sorted(routes.items())),
+        "cycles_by_line": dict(sorted(lines.items(), key=lambda kv: -kv[1])),
+    }
+
+
+def summary_markdown(data: dict) -> str:
+    rows = [
+        f"# {data['kernel']}",
+        "",
+        f"* makespan: {data['makespan']} cycles",
+        f"* lower bound: {data['lower_bound']} cycles (critical path {data['critical_path']}); "
+        f"ratio {data['ratio']:.3f}",
+        "",
+        "| lane | utilisation |",
+        "|---|---|",
+    ]
+    rows += [f"| {lane} | {value:.1%} |" for lane, value in data["utilisation"].items()]
+    rows += ["", "| memory | high-water bytes |", "|---|---|"]
+    rows += [f"| {name} | {value} |" for name, value in data["memory_high_water_bytes"].items()]
+    rows += ["", "| DMA route | bytes |", "|---|---|"]
+    rows += [f"| {route} | {moved} |" for route, moved in data["dma_bytes_by_route"].items()]
+    rows += ["", "| source line | cycles |", "|---|---|"]
+    rows += [f"| {line} | {cycles} |" for line, cycles in data["cycles_by_line"].items()]
+    return "\n".join(rows) + "\n"
