@@ -28,6 +28,7 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python benchmarks/cpu_backend.py
 	$(BIN)/python benchmarks/compile.py
+	$(BIN)/python benchmarks/schedule.py
 
 clean:
 	rm -rf $(VENV) target .pytest_cache .hypothesis

@@ -133,11 +133,11 @@ def _build(target: Target, out: Path, options: argparse.Namespace, report: Repor
     if not _report(result, report):
         return "failed"
     text = result.visa_text
-    same_code = usable and record.get("visa_sha256") == cache.digest(text.encode())
+    artifact = cache.artifact_key(text, f"chip={kernel.device.chip},pe={kernel.device.pe}")
+    same_code = usable and record.get("artifact_key") == artifact  # same vISA, version, device, environment
     if not same_code:
         write_atomic(edf_path, result.edf)
     stored = edf_path.read_bytes() if same_code else result.edf
-    artifact = cache.artifact_key(text, f"chip={kernel.device.chip},pe={kernel.device.pe}")
     write_atomic(record_path, cache.record_for(key, artifact, stored, text))
     _write_dumps(result, options)
     verb = "Fresh" if same_code else "Compiled"
