@@ -40,9 +40,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as out:
         os.environ["FURIOSA_OPT_OUT_DIR"] = out
         worst = 0.0
-        print(
-            f"{'kernel':24} {'makespan':>9} {'bound':>8} {'ratio':>6} {'in-order':>9} {'speedup':>7} {'cold':>8} {'cached':>8}"
-        )
+        columns = ("makespan", "bound", "ratio", "in-order", "speedup", "cold", "cached")
+        print(f"{'kernel':24}", *(f"{c:>9}" for c in columns))
         for name in KERNELS:
             kernel = getattr(importlib.import_module(f"base_template.kernel.{name}"), name)
             program = lower(trace(kernel)[0])
@@ -50,9 +49,10 @@ def main() -> int:
             cold, cached = compile_seconds(name), compile_seconds(name)
             ratio = ours.makespan / ours.lower_bound
             worst = max(worst, ratio)
+            speedup = naive.makespan / ours.makespan
             print(
-                f"{name:24} {ours.makespan:9} {ours.lower_bound:8} {ratio:6.3f} {naive.makespan:9} "
-                f"{naive.makespan / ours.makespan:6.2f}x {cold * 1e3:6.1f}ms {cached * 1e3:6.1f}ms"
+                f"{name:24} {ours.makespan:9} {ours.lower_bound:9} {ratio:9.3f} {naive.makespan:9} {speedup:8.2f}x "
+                f"{cold * 1e3:7.1f}ms {cached * 1e3:7.1f}ms"
             )
         print(f"worst makespan / lower bound: {worst:.3f} (target ≤ 1.10)")
     return 0
