@@ -61,6 +61,12 @@ def test_a_second_run_compiles_nothing_and_touches_nothing(package):
     assert artifacts(out) == before
     for path in out.rglob("*.edf"):
         assert read_edf(path.read_bytes()).identity == path.stem
+    code, listing = compile_(root, "cache", "ls")
+    assert code == 0 and listing.count("[ok]") == 5
+    code, text = compile_(root, "cache", "clean", "gemm")
+    assert code == 0 and "removed the artifacts of 1 kernel(s)" in text
+    assert not list(out.rglob("*gemm_kernel*"))
+    assert compiled(compile_(root, "compile")[1]) == ["gemm_kernel"]
 
 
 def test_each_change_recompiles_exactly_the_affected_kernel(package):
