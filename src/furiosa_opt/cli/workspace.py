@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from furiosa_opt.compiler.diagnostics import Diagnostic, Span, from_error
-from furiosa_opt.lang.device import DeviceFunction
 
 
 class WorkspaceError(Exception):
@@ -154,18 +153,3 @@ def import_module(package: Package, module_name: str, path: Path) -> tuple[objec
         return None, Diagnostic("syntax-error", f"{error.msg}", "import", module_name, [span])
     except Exception as error:  # an import failure inside user code: report it, keep going
         return None, from_error(error, "import", module_name)
-
-
-def kernels(package: Package) -> tuple[list[DeviceFunction], list[Diagnostic]]:
-    """Import every module of the package and collect the `@device` functions defined in each."""
-    found: dict[str, DeviceFunction] = {}
-    problems = []
-    for module_name, path in package.modules():
-        module, problem = import_module(package, module_name, path)
-        if problem is not None:
-            problems.append(problem)
-            continue
-        for value in vars(module).values():
-            if isinstance(value, DeviceFunction) and value.__module__ == module_name:
-                found.setdefault(value.identity, value)
-    return [found[k] for k in sorted(found)], problems

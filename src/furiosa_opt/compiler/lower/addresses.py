@@ -19,7 +19,6 @@ from furiosa_opt.compiler.lir import CHIP_STRIDE, DM_BASE, SLICE_STRIDE, Entry, 
 from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping import Mapping
-from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.mapping.factors import BC, concat, size
 from furiosa_opt.mapping.refine import refine
 from furiosa_opt.mapping.sequencer import Mode, max_access, sequence
@@ -201,8 +200,3 @@ def walk_sequencer(sequencer: Sequencer, memory: int) -> np.ndarray:
         stride = entry.stride if entry.memory == memory else 0
         out = (out[:, None] + np.arange(entry.size, dtype=np.int64) * stride).ravel()
     return out
-
-
-def live_positions(mapping: Mapping) -> np.ndarray:
-    layout = evaluate(mapping.factors, np.arange(mapping.size, dtype=np.int64))
-    return layout.live
