@@ -1,6 +1,6 @@
 """Vector Engine op vocabulary and its bit-exact CPU semantics.
 
-Every vectorised op in ``backend.cpu_vector`` is checked against an independent per-element reference
+Every vectorised op in ``vector.arithmetic`` is checked against an independent per-element reference
 written here with plain Python ints / floats (and glibc through ctypes for the transcendentals).
 """
 
@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from furiosa_opt import dtypes
-from furiosa_opt.backend import cpu_vector as cv
-from furiosa_opt.lang.vector_ops import (
+from furiosa_opt.vector import arithmetic as cv
+from furiosa_opt.vector.ops import (
     Alu,
     BinaryArgMode,
     ClipBinaryOpF32,

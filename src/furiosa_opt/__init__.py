@@ -21,7 +21,8 @@ from furiosa_opt.lang.tensors import (
     TrfTensor,
     VrfTensor,
 )
-from furiosa_opt.lang.vector_ops import (
+from furiosa_opt.mapping import Axis, Cell, Mapping, MappingError, MappingSyntaxError, PadKind, axes, m
+from furiosa_opt.vector.ops import (
     BinaryArgMode,
     ClipBinaryOpF32,
     ClipBinaryOpI32,
@@ -36,7 +37,6 @@ from furiosa_opt.lang.vector_ops import (
     LogicBinaryOpI32,
     TagMode,
 )
-from furiosa_opt.mapping import Axis, Cell, Mapping, MappingError, MappingSyntaxError, PadKind, axes, m
 
 __version__ = "0.1.0"
 

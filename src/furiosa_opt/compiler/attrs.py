@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from furiosa_opt import dtypes
-from furiosa_opt.lang import vector_ops
 from furiosa_opt.lang.context import _SINGLETON
+from furiosa_opt.vector import ops as vector_ops
 
 _CONTEXTS = {name: getattr(_SINGLETON, name) for name in ("main", "sub", "tdma", "pdma")}
 _NAMESPACE = {name: getattr(vector_ops, name) for name in vector_ops.__all__} | {"__builtins__": {}}

@@ -16,9 +16,9 @@ from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.stream import Stream
 from furiosa_opt.lang.tensors import TrfTensor
-from furiosa_opt.lang.vector_ops import LaneMode
 from furiosa_opt.mapping import Mapping
 from furiosa_opt.mapping.algebra import pair
+from furiosa_opt.vector.ops import LaneMode
 from furiosa_opt.verify import contraction as rules
 
 

@@ -11,14 +11,14 @@ import numpy as np
 
 from furiosa_opt import dtypes
 from furiosa_opt.backend import active
-from furiosa_opt.backend import cpu_vector as ops
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.stream import Stream
 from furiosa_opt.lang.tensors import VrfTensor
-from furiosa_opt.lang.vector_ops import BinaryArgMode, TagMode, alu_of, scalar_dtype
 from furiosa_opt.mapping import Mapping, MappingError
 from furiosa_opt.mapping.algebra import pair
+from furiosa_opt.vector import arithmetic as ops
+from furiosa_opt.vector.ops import BinaryArgMode, TagMode, alu_of, scalar_dtype
 from furiosa_opt.verify import vector as rules
 
 

@@ -7,7 +7,7 @@ from the upstream book read the same in Python: ``FxpBinaryOp.AddFxpSat``, ``FpB
 Two spellings differ from Rust because Python forbids them: ``Cmp::True`` / ``Cmp::False`` are
 ``Cmp.True_`` / ``Cmp.False_``.
 
-Exact CPU semantics live in :mod:`furiosa_opt.backend.cpu_vector`; this module only names things and
+Exact CPU semantics live in :mod:`furiosa_opt.vector.arithmetic`; this module only names things and
 answers two static questions per op: which ALU it occupies (:func:`alu_of`, each ALU is usable once
 per VE pass) and which value starts a reduction (:func:`reduce_identity`).
 """

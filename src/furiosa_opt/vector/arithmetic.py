@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from furiosa_opt.lang.vector_ops import (
+from furiosa_opt.vector.ops import (
     BinaryArgMode,
     ClipBinaryOpF32,
     ClipBinaryOpI32,
