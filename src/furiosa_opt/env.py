@@ -4,6 +4,8 @@
 |---|---|---|---|
 | `FURIOSA_OPT_OUT_DIR` | artifact directory (relative to the cwd) | `<workspace>/target/furiosa-opt/kernel` | no |
 | `FURIOSA_OPT_SCHEDULER` | `list` (reorders independent work) or `inorder` (program order) | `list` | yes |
+| `FURIOSA_OPT_BACKEND` | `cpu` or `npu` (what `launch` runs on) | `cpu` | no |
+| `FURIOSA_OPT_DEVICE` | `sim` (the TCP simulator) or `rngd` (hardware: not supported by this build) | `sim` | no |
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import os
 from pathlib import Path
 
 SCHEDULERS = ("list", "inorder")
+BACKENDS = ("cpu", "npu")
+DEVICES = ("sim", "rngd")
 KEY_VARIABLES = ("FURIOSA_OPT_SCHEDULER",)
 
 
@@ -24,11 +28,24 @@ def out_dir() -> Path | None:
     return Path(value).resolve() if value else None
 
 
-def scheduler() -> str:
-    value = os.environ.get("FURIOSA_OPT_SCHEDULER", "").strip() or "list"
-    if value not in SCHEDULERS:
-        raise EnvError(f"FURIOSA_OPT_SCHEDULER={value!r} is not one of {', '.join(SCHEDULERS)}")
+def _choice(name: str, choices: tuple[str, ...]) -> str:
+    """The variable's value (its first choice when unset), refusing anything else by name."""
+    value = os.environ.get(name, "").strip() or choices[0]
+    if value not in choices:
+        raise EnvError(f"{name}={value!r} is not one of {', '.join(choices)}")
     return value
+
+
+def scheduler() -> str:
+    return _choice("FURIOSA_OPT_SCHEDULER", SCHEDULERS)
+
+
+def backend() -> str:
+    return _choice("FURIOSA_OPT_BACKEND", BACKENDS)
+
+
+def device() -> str:
+    return _choice("FURIOSA_OPT_DEVICE", DEVICES)
 
 
 def key_environment() -> dict[str, str]:

@@ -3,7 +3,6 @@ what a second run does, what each kind of change recompiles, and what `cache exp
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import uuid
@@ -11,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from furiosa_opt.cli.new import create
 from furiosa_opt.compiler.edf import read_edf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,16 +20,9 @@ KERNELS = ["constant_add_kernel", "dot_product_kernel", "elementwise_mul_kernel"
 
 @pytest.fixture
 def package(tmp_path):
-    """A copy of examples/base-template whose import package has a unique name."""
+    """The base template scaffolded (`furiosa-opt new`) under a unique import name."""
     name = f"bt_{uuid.uuid4().hex[:8]}"
-    root = tmp_path / name
-    shutil.copytree(
-        ROOT / "examples" / "base-template", root, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
-    )
-    (root / "src" / "base_template").rename(root / "src" / name)
-    for path in [root / "pyproject.toml", *root.rglob("*.py")]:
-        path.write_text(path.read_text().replace("base_template", name).replace("base-template", name))
-    return root, name
+    return create(name, tmp_path), name
 
 
 def compile_(root: Path, *args: str, out: Path | None = None, **env: str) -> tuple[int, str]:

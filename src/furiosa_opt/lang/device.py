@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from furiosa_opt import env
 from furiosa_opt.arch import RNGD
 from furiosa_opt.diagnostics import Location, VerifyError, user_facing
 from furiosa_opt.lang.context import Context
@@ -147,6 +148,7 @@ def launch(kernel: DeviceFunction, ctx: Context, *args: Tensor) -> Tensor | tupl
     """Run a kernel: checks the arguments against its annotations and returns its output tensor(s)."""
     if not isinstance(kernel, DeviceFunction):
         raise VerifyError("launch-kernel", f"launch needs a @device function, got {kernel!r}")
+    _check_backend(kernel)
     if not isinstance(ctx, Context):
         raise VerifyError("launch-context", f"launch({kernel.__name__}, ctx, ...) needs the Context first, got {ctx!r}")
     tensors = [p for p in kernel.parameters if p.type is not None]
@@ -160,6 +162,26 @@ def launch(kernel: DeviceFunction, ctx: Context, *args: Tensor) -> Tensor | tupl
     bound = [ctx if p.type is None else next(values) for p in kernel.parameters]
     result = kernel.fn(*bound)
     return _check_result(kernel, result)
+
+
+def _check_backend(kernel: DeviceFunction) -> None:
+    """Refuse a backend this build cannot honour rather than silently running on the CPU."""
+    try:
+        backend, device = env.backend(), env.device()
+    except env.EnvError as error:
+        raise VerifyError("launch-environment", str(error)) from None
+    if device == "rngd":
+        raise VerifyError(
+            "launch-device",
+            f"cannot run `{kernel.identity}` on RNGD hardware: it needs FuriosaAI's SDK and binary format, "
+            "which this build does not have (FURIOSA_OPT_DEVICE=sim is the supported device)",
+        )
+    if backend == "npu":
+        raise VerifyError(
+            "launch-backend",
+            f"cannot run `{kernel.identity}` with FURIOSA_OPT_BACKEND=npu: the NPU runtime and its simulator are "
+            "not in this version yet; unset FURIOSA_OPT_BACKEND to run on the CPU backend",
+        )
 
 
 def _check_result(kernel: DeviceFunction, result: Any) -> Any:

@@ -1,0 +1,106 @@
+"""`furiosa-opt doctor`: what this machine gives furiosa-opt, and what is wrong with it.
+
+One line per check — Python, dependencies, environment variables, device, output directory, the
+workspace and its cache — marked `ok`, `note` or `problem`; any problem makes the exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from furiosa_opt import __version__, env
+from furiosa_opt.cli.compile import Target, targets
+from furiosa_opt.cli.workspace import WorkspaceError, locate, select
+from furiosa_opt.compiler import cache
+
+REQUIRED = ("numpy", "ml_dtypes", "msgpack", "rich")
+FOR_TESTS = ("pytest", "hypothesis", "playwright")
+PYTHON_FLOOR = (3, 11)
+
+
+class Report:
+    def __init__(self) -> None:
+        self.problems = 0
+
+    def line(self, status: str, what: str, detail: str) -> None:
+        self.problems += status == "problem"
+        print(f"{status:>8}  {what:<22} {detail}")
+
+
+def run_doctor(options: argparse.Namespace) -> int:
+    report = Report()
+    _python(report)
+    _dependencies(report)
+    _environment(report)
+    _workspace(report, options.package)
+    verdict = "no problems found" if not report.problems else f"{report.problems} problem(s)"
+    print(f"\nfuriosa-opt {__version__}: {verdict}")
+    return 1 if report.problems else 0
+
+
+def _python(report: Report) -> None:
+    ok = sys.version_info[:2] >= PYTHON_FLOOR
+    floor = ".".join(map(str, PYTHON_FLOOR))
+    detail = f"{platform.python_version()} at {sys.executable}" + ("" if ok else f" (furiosa-opt needs ≥ {floor})")
+    report.line("ok" if ok else "problem", "python", detail)
+
+
+def _dependencies(report: Report) -> None:
+    for name in REQUIRED + FOR_TESTS:
+        try:
+            report.line("ok", name, metadata.version(name))
+        except metadata.PackageNotFoundError:
+            needed = "required" if name in REQUIRED else "needed by `make test` only"
+            report.line("problem" if name in REQUIRED else "note", name, f"not installed ({needed})")
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    report.line("ok" if browser else "note", "chromium", browser or "not found (the viewer's browser tests need it)")
+
+
+def _environment(report: Report) -> None:
+    for name, read in (("FURIOSA_OPT_BACKEND", env.backend), ("FURIOSA_OPT_DEVICE", env.device),
+                       ("FURIOSA_OPT_SCHEDULER", env.scheduler)):  # fmt: skip
+        try:
+            report.line("ok", name, read())
+        except env.EnvError as error:
+            report.line("problem", name, str(error))
+    if os.environ.get("FURIOSA_OPT_DEVICE", "").strip() == "rngd":
+        report.line("problem", "device", "rngd needs FuriosaAI's SDK and binary format, which this build lacks")
+    else:
+        report.line("note", "device", "kernels run on the CPU backend; the NPU runtime is not in this version yet")
+
+
+def _workspace(report: Report, names: list[str]) -> None:
+    try:
+        workspace = locate(Path.cwd())
+        packages = select(workspace, names)
+    except WorkspaceError as error:
+        report.line("note", "workspace", f"none usable here ({error})")
+        return
+    out = cache.out_dir(workspace.root)
+    report.line("ok", "workspace", f"{workspace.root} ({', '.join(p.name for p in packages) or 'no packages'})")
+    writable = _writable(out)
+    report.line("ok" if writable else "problem", "output directory", f"{out}" + ("" if writable else " (not writable)"))
+    found, problems = targets(packages)
+    for problem in problems:
+        report.line("problem", "source", problem.message)
+    fresh = sum(not _changes(out, t) for t in found)
+    report.line("ok", "kernels", f"{len(found)} found, {fresh} compiled and up to date, {len(found) - fresh} not")
+
+
+def _changes(out: Path, target: Target) -> list[str]:
+    """Why the kernel's artifact is missing or stale (empty: up to date), as `cache explain` says."""
+    edf_path, record_path = cache.paths(out, target.source.identity)
+    key = cache.fast_key(target.source, target.package.root, target.package.source)
+    return cache.explain(key, cache.read_record(record_path), edf_path)
+
+
+def _writable(folder: Path) -> bool:
+    """Whether artifacts could be written under `folder` (it may not exist yet)."""
+    existing = next((p for p in (folder, *folder.parents) if p.exists()), None)
+    return existing is not None and existing.is_dir() and os.access(existing, os.W_OK)
