@@ -1,5 +1,10 @@
 """The public names of shared/DESIGN.md §2.2 are a contract: pin them."""
 
+import subprocess
+import sys
+
+import pytest
+
 import furiosa_opt
 
 CONTRACT = {
@@ -41,6 +46,19 @@ def test_star_import_gives_exactly_all():
     scope: dict = {}
     exec("from furiosa_opt import *", scope)
     assert set(scope) - {"__builtins__"} == set(furiosa_opt.__all__)
+
+
+def test_unknown_names_are_attribute_errors():
+    with pytest.raises(AttributeError, match="no attribute 'Tensr'"):
+        _ = furiosa_opt.Tensr
+
+
+def test_reading_artifacts_does_not_load_the_language():
+    """The kernel language is imported on first use, so artifact readers stay light."""
+    code = "import sys, furiosa_opt.compiler.edf; print(sorted(m for m in sys.modules if m.startswith('furiosa_opt')))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "furiosa_opt.compiler.edf" in loaded
+    assert "furiosa_opt.lang" not in loaded and "furiosa_opt.backend" not in loaded
 
 
 def test_tensor_methods_of_the_contract():

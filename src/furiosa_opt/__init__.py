@@ -2,41 +2,40 @@
 
 `from furiosa_opt import *` brings the kernel language: axes and mappings, scalar types, tensors,
 contexts, `@device` and `launch`, and the Vector Engine's op vocabulary. `__all__` below is the public
-contract (tests pin it).
+contract (tests pin it); the names are imported on first use.
 """
 
-from furiosa_opt.diagnostics import FuriosaOptError, VerifyError
-from furiosa_opt.dtypes import bf16, f4e2m1, f8e4m3, f8e5m2, f32, i4, i8, i16, i32, u8
-from furiosa_opt.lang.context import Context, DmaContext, TuContext
-from furiosa_opt.lang.device import Device, DeviceFunction, device, launch
-from furiosa_opt.lang.tensors import (
-    DmTensor,
-    DmTensorView,
-    DmTensorViewMut,
-    HbmTensor,
-    HbmTensorView,
-    HbmTensorViewMut,
-    HostTensor,
-    TensorType,
-    TrfTensor,
-    VrfTensor,
-)
-from furiosa_opt.mapping import Axis, Cell, Mapping, MappingError, MappingSyntaxError, PadKind, axes, m
-from furiosa_opt.vector.ops import (
-    BinaryArgMode,
-    ClipBinaryOpF32,
-    ClipBinaryOpI32,
-    Cmp,
-    FpBinaryOp,
-    FpMulAlu,
-    FpTernaryOp,
-    FpUnaryOp,
-    FxpBinaryOp,
-    LaneMode,
-    LogicBinaryOpF32,
-    LogicBinaryOpI32,
-    TagMode,
-)
+import importlib
+from typing import Any
+
+_MODULES = {  # the module that defines each public name; imported on first use
+    "furiosa_opt.diagnostics": "FuriosaOptError VerifyError",
+    "furiosa_opt.dtypes": "bf16 f32 f4e2m1 f8e4m3 f8e5m2 i16 i32 i4 i8 u8",
+    "furiosa_opt.lang.context": "Context DmaContext TuContext",
+    "furiosa_opt.lang.device": "Device DeviceFunction device launch",
+    "furiosa_opt.lang.tensors": "DmTensor DmTensorView DmTensorViewMut HbmTensor HbmTensorView HbmTensorViewMut "
+    "HostTensor TensorType TrfTensor VrfTensor",
+    "furiosa_opt.mapping": "Axis Cell Mapping MappingError MappingSyntaxError PadKind axes m",
+    "furiosa_opt.vector.ops": "BinaryArgMode ClipBinaryOpF32 ClipBinaryOpI32 Cmp FpBinaryOp FpMulAlu FpTernaryOp "
+    "FpUnaryOp FxpBinaryOp LaneMode LogicBinaryOpF32 LogicBinaryOpI32 TagMode",
+}
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the kernel language lazily, so tools that only read artifacts (the simulator, the cache,
+    schedule analysis) do not load it."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'furiosa_opt' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __version__ = "0.1.0"
 

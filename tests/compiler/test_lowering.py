@@ -16,9 +16,8 @@ from base_template.kernel import (
 )
 from furiosa_opt.backend.trace import trace
 from furiosa_opt.compiler import lir as lir_format
-from furiosa_opt.compiler.lir import Entry, Loop, Sequencer
+from furiosa_opt.compiler.lir import Entry, Loop, Sequencer, walk_dma, walk_sequencer
 from furiosa_opt.compiler.lower import _Lowering
-from furiosa_opt.compiler.lower.addresses import walk_dma, walk_sequencer
 from furiosa_opt.mapping import m
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.mapping.evaluate import evaluate

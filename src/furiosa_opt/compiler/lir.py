@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 import msgpack
+import numpy as np
 
 DM_BASE = 0x1000_0000
 SLICE_STRIDE = 4 << 20  # the virtual span of one slice's DM partition (dma-engine.md)
@@ -51,6 +52,29 @@ class Sequencer:
     time: list[Entry]
     packet: list[Entry]
     access: int  # bytes per hardware access (read_size / write_size)
+
+
+# ---- what a config walks (the simulator and the tests read configs through these) -----------------
+
+
+def walk_dma(src_base: int, dst_base: int, packet: int, loops: list[Loop], unit: int) -> tuple[np.ndarray, ...]:
+    """(source, destination) byte address of every element the descriptor moves, in order."""
+    src, dst = np.array([src_base], dtype=np.int64), np.array([dst_base], dtype=np.int64)
+    for loop in [*loops, Loop(packet // unit, unit, unit)]:
+        steps = np.arange(loop.size, dtype=np.int64)
+        src = (src[:, None] + steps * loop.src).ravel()
+        dst = (dst[:, None] + steps * loop.dst).ravel()
+    return src, dst
+
+
+def walk_sequencer(sequencer: Sequencer, memory: int) -> np.ndarray:
+    """Byte address in `memory` of every stream position the sequencer visits (fetch: DM is memory 1,
+    the interleave selector memory 0; commit: DM is memory 0)."""
+    out = np.array([sequencer.base], dtype=np.int64)
+    for entry in [*sequencer.time, *sequencer.packet]:
+        stride = entry.stride if entry.memory == memory else 0
+        out = (out[:, None] + np.arange(entry.size, dtype=np.int64) * stride).ravel()
+    return out
 
 
 @dataclass

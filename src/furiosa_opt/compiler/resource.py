@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from furiosa_opt.arch import RNGD
-from furiosa_opt.compiler.lir import Buffer, Command, Lir, Sequencer
-from furiosa_opt.compiler.lower.addresses import walk_sequencer
+from furiosa_opt.compiler.lir import Buffer, Command, Lir, Sequencer, walk_sequencer
 from furiosa_opt.dtypes import dtype_by_name
 
 # Tensor Unit pipelines: cycles to fill the fetch → compute → commit pipe once (not documented upstream).

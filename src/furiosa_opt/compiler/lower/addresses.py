@@ -144,16 +144,6 @@ def _split_iterations(loops: list[Loop]) -> list[Loop]:
     return out
 
 
-def walk_dma(src_base: int, dst_base: int, packet: int, loops: list[Loop], unit: int) -> tuple[np.ndarray, ...]:
-    """(source, destination) byte address of every element the descriptor moves, in order."""
-    src, dst = np.array([src_base], dtype=np.int64), np.array([dst_base], dtype=np.int64)
-    for loop in [*loops, Loop(packet // unit, unit, unit)]:
-        steps = np.arange(loop.size, dtype=np.int64)
-        src = (src[:, None] + steps * loop.src).ravel()
-        dst = (dst[:, None] + steps * loop.dst).ravel()
-    return src, dst
-
-
 # ---- stream sequencers ------------------------------------------------------------------------------
 
 
@@ -190,13 +180,3 @@ def commit_sequencer(
     access = math.gcd(valid, max_access(time_cfg, packet_cfg, packet.size) * unit)
     write = RNGD.sub_access_bytes if context == "sub" else access
     return Sequencer(buffer, base, _entries(time_cfg, unit), _entries(packet_cfg, unit), write)
-
-
-def walk_sequencer(sequencer: Sequencer, memory: int) -> np.ndarray:
-    """Byte address in `memory` of every stream position the sequencer visits (fetch: DM is memory 1,
-    the interleave selector memory 0; commit: DM is memory 0)."""
-    out = np.array([sequencer.base], dtype=np.int64)
-    for entry in [*sequencer.time, *sequencer.packet]:
-        stride = entry.stride if entry.memory == memory else 0
-        out = (out[:, None] + np.arange(entry.size, dtype=np.int64) * stride).ravel()
-    return out
