@@ -341,6 +341,17 @@ def from_f32(x, dtype: DType) -> np.ndarray:
     return _FROM_F32[dtype](x)
 
 
+def convert(values, source: DType, target: DType) -> np.ndarray:
+    """Element conversions of the fetch adapter and the Cast Engine (hardware rounding rules)."""
+    if source == target:
+        return values
+    if not source.is_float and not target.is_float:
+        wide = widen_int(values)
+        return wide if target == i32 else wrap_int(wide, target)
+    wide = values if source == f32 else to_f32(values, source)
+    return wide if target == f32 else from_f32(wide, target)
+
+
 def from_user(values, dtype: DType) -> np.ndarray:
     """Converts user data with the user constructors; integers are range-checked, never wrapped."""
     v = np.asarray(values)

@@ -126,7 +126,7 @@ def test_round_trip_keeps_every_field_of_the_lir(lirs, name):
 
 def test_header_layout_matches_the_documentation(small):
     magic, version, flags, length, digest = HEADER.unpack_from(small)
-    assert (magic, version, flags, HEADER.size) == (b"FOPTEDF\0", 1, 0, 48)
+    assert (magic, version, flags, HEADER.size) == (b"FOPTEDF\0", 2, 0, 48)
     assert length == len(small) - 48 and digest == hashlib.sha256(small[48:]).digest()
     body = body_of(small)
     assert list(body) == sorted(body) == sorted(edf._BODY_KEYS)
@@ -222,8 +222,8 @@ def test_a_flipped_magic_byte_is_not_an_edf(small):
 
 
 def test_another_format_version_is_refused_naming_the_kernel(small):
-    error = refused(reheader(small[48:], version=2), "EDF format version 2 is not supported by this build (expects 1)")
-    assert "recompile with `furiosa-opt build`" in str(error)
+    error = refused(reheader(small[48:], version=1), "EDF format version 1 is not supported by this build (expects 2)")
+    assert "recompile it with `furiosa-opt compile`" in str(error)
     assert error.identity == constant_add_kernel.constant_add_kernel.identity
     refused(reheader(b"\x00\x01garbage", version=7), "version 7")
 

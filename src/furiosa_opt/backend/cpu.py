@@ -13,6 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from furiosa_opt.fold import ContractionPlan, contraction_plan, fold
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.mapping.factors import Factors, size
 from furiosa_opt.mapping.relayout import relayout_index
@@ -119,42 +120,7 @@ def window_write(base: Buf, outer: int, element: int, window: int, view: Factors
     return fresh(written)
 
 
-# ---- contraction ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ContractionPlan:
-    out_live: np.ndarray  # output positions that receive a sum
-    steps: int  # terms per output
-    lhs: np.ndarray  # flat (steps × outputs): operand positions, step-major, in fold order
-    rhs: np.ndarray
-
-
-@lru_cache(maxsize=64)
-def contraction_plan(lhs_map: Factors, rhs_map: Factors, pre_reduce: Factors, out: Factors) -> ContractionPlan:
-    """For each output cell, the operand positions of its contributions in `pre_reduce` wire order.
-
-    Each operand (and the output) is read at every `pre_reduce` position by a broadcasting relayout:
-    the stream lacks the Lane axes, the TRF lacks the stream-only axes, the output lacks the contracted
-    ones."""
-    out_pos = relayout_index(out, pre_reduce, True, True)
-    live = np.flatnonzero(out_pos >= 0)
-    out_live = out_pos[live]
-    order = np.argsort(out_live, kind="stable")  # stable: keeps pre_reduce order within each output
-    grouped = out_live[order]
-    steps = int(np.count_nonzero(grouped == grouped[0])) if len(grouped) else 0
-    table = grouped.reshape(-1, steps) if steps else grouped.reshape(0, 0)
-    if steps and not (table == table[:, :1]).all():
-        raise ValueError("a contraction whose outputs sum different numbers of terms")
-    picked = live[order]
-
-    def step_major(operand: Factors) -> np.ndarray:
-        positions = relayout_index(operand, pre_reduce, True, True)[picked]
-        flat = positions.reshape(-1, steps).T.ravel() if steps else positions
-        flat.flags.writeable = False
-        return flat
-
-    return ContractionPlan(table[:, 0].copy() if steps else grouped, steps, step_major(lhs_map), step_major(rhs_map))
+# ---- contraction ----------------------------------------------------------------------------------
 
 
 def contraction(
@@ -166,18 +132,9 @@ def contraction(
 
 
 def contract(lhs: Buf, rhs: Buf, plan: ContractionPlan, out_size: int, widen, acc: np.dtype) -> Buf:
-    """`out[o] = Σ widen(lhs)·widen(rhs)` folded sequentially from zero in plan order: no FMA, no
-    pairwise sums, exactly upstream's `contraction_prewidened` (integers wrap)."""
-    outputs = len(plan.out_live)
-    lhs_base, lhs_steps = _widened(lhs, widen), _steps(lhs, plan.lhs).reshape(plan.steps, outputs)
-    rhs_base, rhs_steps = _widened(rhs, widen), _steps(rhs, plan.rhs).reshape(plan.steps, outputs)
-    total = np.zeros(outputs, dtype=acc)
-    with np.errstate(all="ignore"):
-        for step_lhs, step_rhs in zip(lhs_steps, rhs_steps, strict=True):
-            total = total + lhs_base[step_lhs] * rhs_base[step_rhs]
-    result = np.zeros(out_size, dtype=acc)
-    result[plan.out_live] = total
-    return fresh(result)
+    """The fused fold of `plan` (no FMA, no pairwise sums: upstream's `contraction_prewidened`)."""
+    lhs_base, rhs_base = _widened(lhs, widen), _widened(rhs, widen)
+    return fresh(fold(lhs_base, _steps(lhs, plan.lhs), rhs_base, _steps(rhs, plan.rhs), plan, out_size, acc))
 
 
 def _widened(buf: Buf, widen) -> np.ndarray:

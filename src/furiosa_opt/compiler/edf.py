@@ -40,11 +40,12 @@ __all__ = [
 ]
 
 MAGIC = b"FOPTEDF\0"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 HEADER = struct.Struct("<8sHHI32s")  # magic, format version, flags, body length, SHA-256 of the body
 CONTEXTS = ("main", "sub", "tdma", "pdma")  # the contexts that own a command stream (views have none)
 _BODY_KEYS = (
     "arguments",
+    "axes",
     "buffers",
     "cache_key",
     "compiler_version",
@@ -91,6 +92,7 @@ class Edf:
     pe: int
     cache_key: str
     arguments: tuple[Tensor, ...]
+    axes: tuple[tuple[str, int], ...]  # the axes the mappings in `levels` and engine configs name
     outputs: tuple[Tensor, ...]
     buffers: tuple[dict, ...]  # name, memory, address, bytes, dtype, levels, region
     streams: dict[str, tuple[dict, ...]]  # context -> commands in issue order, each with its global index
@@ -141,6 +143,7 @@ def write_edf(
         entries.append([index, start, end])
     body = {
         "arguments": [tensor(name, "argument") for name in lir.arguments],
+        "axes": [[name, size] for name, size in lir.axes],
         "buffers": [{key: getattr(b, key) for key in _BUFFER_FIELDS} for b in lir.buffers],
         "cache_key": cache_key,
         "compiler_version": compiler_version,
@@ -221,7 +224,7 @@ def read_edf(data: bytes) -> Edf:
     if version != FORMAT_VERSION:
         raise EdfError(
             f"EDF format version {version} is not supported by this build (expects {FORMAT_VERSION}); "
-            "recompile with `furiosa-opt build`",
+            "recompile it with `furiosa-opt compile`",
             identity=_guess_identity(body),
         )
     if flags != 0:
@@ -249,6 +252,7 @@ def read_edf(data: bytes) -> Edf:
         pe=decoded["device"]["pe"],
         cache_key=decoded["cache_key"],
         arguments=tuple(_tensor(t) for t in decoded["arguments"]),
+        axes=tuple((name, size) for name, size in decoded["axes"]),
         outputs=tuple(_tensor(t) for t in decoded["outputs"]),
         buffers=tuple(decoded["buffers"]),
         streams={context: tuple(decoded["streams"][context]) for context in CONTEXTS},
@@ -311,6 +315,7 @@ _TENSOR = {"name": str, "dtype": str, "levels": [str], "bytes": int, "buffer": s
 _BUFFER = {"name": str, "memory": str, "address": int, "bytes": int, "dtype": str, "levels": [str], "region": str}
 _BODY = {
     "arguments": [_TENSOR],
+    "axes": [(str, int)],
     "buffers": [_BUFFER],
     "cache_key": str,
     "compiler_version": str,
@@ -429,7 +434,7 @@ def read_edf_file(path: Path) -> Edf:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise EdfError("no such EDF file; build the kernel with `furiosa-opt build`", path=path) from None
+        raise EdfError("no such EDF file; compile the kernel with `furiosa-opt compile`", path=path) from None
     except OSError as error:
         raise EdfError(f"cannot read EDF: {error.strerror or error}", path=path) from None
     try:

@@ -103,6 +103,7 @@ class Lir:
     commands: list[Command]
     arguments: list[str]
     results: list[str]
+    axes: list[tuple[str, int]] = field(default_factory=list)  # (name, size) of every axis the mappings name
     format: str = "furiosa-opt-lir"
     version: int = 1
 

@@ -129,7 +129,7 @@ def _earliest(i: int, costed: list[Costed], deps: list[set[int]], end: dict[int,
 
 def _description(slot: Slot) -> str:
     command = slot.costed.command
-    stages = " → ".join(["fetch", *(e["stage"] for e in command.engines)]) if command.kind == "exec" else command.opcode
+    stages = " → ".join(e["stage"] for e in command.engines) if command.kind == "exec" else command.opcode
     where = f" --> {command.loc}" if command.loc else ""
     note = f" ({'; '.join(slot.costed.notes)})" if slot.costed.notes else ""
     return f"{stages} [{command.context}]{note}{where}"

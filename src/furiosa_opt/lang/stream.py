@@ -120,7 +120,7 @@ class Stream:
     def fetch_cast(self, dtype: DType) -> Stream:
         self._expect("fetch_cast")
         rules.check_fetch_cast(self.dtype, dtype)
-        data = active().elementwise(lambda v: convert(v, self.dtype, dtype), self.data)
+        data = active().elementwise(lambda v: dtypes.convert(v, self.dtype, dtype), self.data)
         result = Stream(self.ctx, "fetch_cast", dtype, self.spatial, self.time, self.packet, data)
         return self._recorded(result, "fetch_cast", dtype=dtype)
 
@@ -180,7 +180,7 @@ class Stream:
         """Narrow one flit into one flit (i32 → i4/i8/i16 wrap; f32 → bf16/f8 with hardware rounding)."""
         self._expect("cast")
         rules.check_cast(self.dtype, dtype, self.packet, packet)
-        data = active().elementwise(lambda v: convert(v, self.dtype, dtype), self.data)
+        data = active().elementwise(lambda v: dtypes.convert(v, self.dtype, dtype), self.data)
         result = self._next("cast", self.time, packet, broadcast=False, dtype=dtype, data=data)
         return self._recorded(result, "cast", dtype=dtype, packet=packet)
 
@@ -251,14 +251,3 @@ def begin(ctx: TuContext, view: TensorView) -> Stream:
 def _materializable(dtype: DType, what: str) -> None:
     if not dtype.materializable:
         raise VerifyError("not-materializable", f"{what}: an {dtype} stream only feeds contract_outer")
-
-
-def convert(values, source: DType, target: DType):
-    """Element conversions of the fetch adapter and the Cast Engine (hardware rounding rules)."""
-    if source == target:
-        return values
-    if not source.is_float and not target.is_float:
-        wide = dtypes.widen_int(values)
-        return wide if target == dtypes.i32 else dtypes.wrap_int(wide, target)
-    wide = values if source == dtypes.f32 else dtypes.to_f32(values, source)
-    return wide if target == dtypes.f32 else dtypes.from_f32(wide, target)

@@ -15,6 +15,7 @@ per VE pass) and which value starts a reduction (:func:`reduce_identity`).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from enum import Enum, auto
 from typing import ClassVar
@@ -567,3 +568,17 @@ def all_ops() -> tuple[object, ...]:
     for family in _I32_FAMILIES + _F32_FAMILIES:
         ops.extend(FpBinaryOp.variants() if family is FpBinaryOp else family)
     return tuple(ops)
+
+
+_OP_TEXT = re.compile(r"[A-Z][A-Za-z0-9]*\.[A-Za-z_][A-Za-z0-9_]*(\(.*\))?\Z")
+
+
+def parse_op(text: str) -> object:
+    """An op value from its printed form (`FxpBinaryOp.AddFxp`, `FpBinaryOp.MulF(FpMulAlu.Mul0)`), as
+    vISA text and EDF engine configs carry it. Only this module's names are reachable."""
+    if not _OP_TEXT.match(text):
+        raise ValueError(f"`{text}` is not a Vector Engine op value")
+    try:
+        return eval(text, {name: globals()[name] for name in __all__} | {"__builtins__": {}})
+    except Exception as error:
+        raise ValueError(f"unknown Vector Engine op value `{text}`: {error}") from None

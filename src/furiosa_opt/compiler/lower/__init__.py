@@ -99,6 +99,7 @@ class _Lowering:
         commands = _with_syncs(self.commands, self.buffers)
         self.lifetimes(results, commands)
         lir = Lir(self.ir.identity, self.ir.chip, self.ir.pe, list(self.buffers.values()), commands, args, results)
+        lir.axes = [(axis.name, axis.size) for axis in self.ir.axes]
         return lir
 
     def lower_op(self, op: visa.Op) -> None:
@@ -188,7 +189,8 @@ class _Lowering:
             fetch.attr("packet"),
             command.context,
         )
-        command.engines = [{"stage": op.opcode, **{k: format_attr(v) for k, v in op.attrs}} for op in chain[2:]]
+        command.engines = [{"stage": op.opcode, **{k: format_attr(v) for k, v in op.attrs}} for op in chain[1:]]
+        command.engines[0]["element"] = format_attr(view.element)  # what the fetch reads: the view's element
         if terminal.opcode in ("commit", "commit_view"):
             stream = self.objects[terminal.operands[0]]
             target = (

@@ -1,0 +1,76 @@
+"""The Contraction Engine's exact arithmetic, shared by the CPU backend and the simulator: which terms
+each output cell sums and in what order (`contraction_plan`), and the sequential fold (`fold`).
+
+Upstream folds every output from zero, one term at a time, in the wire order of the contracted positions
+(`contraction_prewidened`): no FMA and no pairwise sums, so f32 results depend on that order, and
+integers wrap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from furiosa_opt.mapping.factors import Factors
+from furiosa_opt.mapping.relayout import relayout_index
+
+
+@dataclass(frozen=True)
+class ContractionPlan:
+    out_live: np.ndarray  # output positions that receive a sum
+    steps: int  # terms per output
+    lhs: np.ndarray  # flat (steps × outputs): operand positions, step-major, in fold order
+    rhs: np.ndarray
+
+
+@lru_cache(maxsize=64)
+def contraction_plan(lhs_map: Factors, rhs_map: Factors, pre_reduce: Factors, out: Factors) -> ContractionPlan:
+    """For each output cell, the operand positions of its contributions in `pre_reduce` wire order.
+
+    Each operand (and the output) is read at every `pre_reduce` position by a broadcasting relayout:
+    the stream lacks the Lane axes, the TRF lacks the stream-only axes, the output lacks the contracted
+    ones."""
+    out_pos = relayout_index(out, pre_reduce, True, True)
+    live = np.flatnonzero(out_pos >= 0)
+    out_live = out_pos[live]
+    order = np.argsort(out_live, kind="stable")  # stable: keeps pre_reduce order within each output
+    grouped = out_live[order]
+    steps = int(np.count_nonzero(grouped == grouped[0])) if len(grouped) else 0
+    table = grouped.reshape(-1, steps) if steps else grouped.reshape(0, 0)
+    if steps and not (table == table[:, :1]).all():
+        raise ValueError("a contraction whose outputs sum different numbers of terms")
+    picked = live[order]
+
+    def step_major(operand: Factors) -> np.ndarray:
+        positions = relayout_index(operand, pre_reduce, True, True)[picked]
+        flat = positions.reshape(-1, steps).T.ravel() if steps else positions
+        flat.flags.writeable = False
+        return flat
+
+    return ContractionPlan(table[:, 0].copy() if steps else grouped, steps, step_major(lhs_map), step_major(rhs_map))
+
+
+def fold(
+    lhs: np.ndarray,
+    lhs_steps: np.ndarray,
+    rhs: np.ndarray,
+    rhs_steps: np.ndarray,
+    plan: ContractionPlan,
+    out_size: int,
+    acc: np.dtype,
+) -> np.ndarray:
+    """`out[..., o] = Σ lhs[..., i]·rhs[..., j]` over the plan's terms, folded in order from zero.
+
+    The operands are widened already, with leading batch axes (the simulator's slices) allowed; the step
+    indices are the plan's positions composed with any pending index, padding pointing at a zero."""
+    outputs = len(plan.out_live)
+    lhs_by_step, rhs_by_step = lhs_steps.reshape(plan.steps, outputs), rhs_steps.reshape(plan.steps, outputs)
+    total = np.zeros((*lhs.shape[:-1], outputs), dtype=acc)
+    with np.errstate(all="ignore"):
+        for step_lhs, step_rhs in zip(lhs_by_step, rhs_by_step, strict=True):
+            total = total + lhs[..., step_lhs] * rhs[..., step_rhs]
+    result = np.zeros((*lhs.shape[:-1], out_size), dtype=acc)
+    result[..., plan.out_live] = total
+    return result
