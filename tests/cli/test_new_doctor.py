@@ -126,13 +126,12 @@ def test_a_bad_environment_variable_is_one_line_not_a_traceback():
 @pytest.mark.parametrize(
     ("variable", "value", "rule"),
     [
-        ("FURIOSA_OPT_BACKEND", "npu", "launch-backend"),
         ("FURIOSA_OPT_DEVICE", "rngd", "launch-device"),
         ("FURIOSA_OPT_BACKEND", "gpu", "launch-environment"),
     ],
 )
 def test_launch_refuses_what_this_build_cannot_run(monkeypatch, variable, value, rule):
-    """Asked for the NPU or for hardware, launch says so instead of quietly running on the CPU."""
+    """Asked for hardware or an unknown backend, launch says so instead of quietly running on the CPU."""
     from base_template.kernel.gemm_kernel import I, J, K, gemm_kernel
 
     monkeypatch.setenv(variable, value)

@@ -148,7 +148,7 @@ def launch(kernel: DeviceFunction, ctx: Context, *args: Tensor) -> Tensor | tupl
     """Run a kernel: checks the arguments against its annotations and returns its output tensor(s)."""
     if not isinstance(kernel, DeviceFunction):
         raise VerifyError("launch-kernel", f"launch needs a @device function, got {kernel!r}")
-    _check_backend(kernel)
+    backend = _check_backend(kernel)
     if not isinstance(ctx, Context):
         raise VerifyError("launch-context", f"launch({kernel.__name__}, ctx, ...) needs the Context first, got {ctx!r}")
     tensors = [p for p in kernel.parameters if p.type is not None]
@@ -158,14 +158,19 @@ def launch(kernel: DeviceFunction, ctx: Context, *args: Tensor) -> Tensor | tupl
         reason = parameter.type.mismatch(value)
         if reason:
             raise VerifyError("launch-argument", f"argument `{parameter.name}` of `{kernel.identity}`: {reason}")
+    if backend == "npu":
+        from furiosa_opt.backend import npu
+
+        results = npu.run(kernel, list(args))
+        return _check_result(kernel, tuple(results) if len(results) != 1 else results[0]) if results else None
     values = iter(args)
     bound = [ctx if p.type is None else next(values) for p in kernel.parameters]
     result = kernel.fn(*bound)
     return _check_result(kernel, result)
 
 
-def _check_backend(kernel: DeviceFunction) -> None:
-    """Refuse a backend this build cannot honour rather than silently running on the CPU."""
+def _check_backend(kernel: DeviceFunction) -> str:
+    """The backend to run on (`cpu` or `npu`); RNGD hardware is refused, this build cannot drive it."""
     try:
         backend, device = env.backend(), env.device()
     except env.EnvError as error:
@@ -176,12 +181,7 @@ def _check_backend(kernel: DeviceFunction) -> None:
             f"cannot run `{kernel.identity}` on RNGD hardware: it needs FuriosaAI's SDK and binary format, "
             "which this build does not have (FURIOSA_OPT_DEVICE=sim is the supported device)",
         )
-    if backend == "npu":
-        raise VerifyError(
-            "launch-backend",
-            f"cannot run `{kernel.identity}` with FURIOSA_OPT_BACKEND=npu: the NPU runtime and its simulator are "
-            "not in this version yet; unset FURIOSA_OPT_BACKEND to run on the CPU backend",
-        )
+    return backend
 
 
 def _check_result(kernel: DeviceFunction, result: Any) -> Any:

@@ -1,0 +1,74 @@
+"""Run an EDF: load the arguments into HBM, execute every command stream, read the outputs back.
+
+The four contexts' streams are merged in command-index order, which is the kernel's program order and
+honours every sync; DMA descriptors move bytes by walking their loops, Tensor Unit commands run in
+`tensor_unit`. A command that reaches outside its kernel's memory, or a stage this simulator lacks, is a
+`SimulatorError` naming the kernel, the command and the user's source line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from furiosa_opt.compiler.edf import CONTEXTS, Edf
+from furiosa_opt.compiler.lir import Loop, walk_dma
+from furiosa_opt.diagnostics import FuriosaOptError
+from furiosa_opt.dtypes import dtype_by_name
+from furiosa_opt.mapping import Axis, MappingError
+from furiosa_opt.sim.memory import Fault, Memories
+from furiosa_opt.sim.tensor_unit import TensorUnit, Unsupported
+
+
+class SimulatorError(FuriosaOptError):
+    """The simulator cannot run this EDF as given."""
+
+
+def commands_in_order(edf: Edf) -> list[tuple[str, dict]]:
+    """(context, command) of every stream, in program order."""
+    return sorted(((c, command) for c in CONTEXTS for command in edf.streams[c]), key=lambda cc: cc[1]["index"])
+
+
+def run(edf: Edf, arguments: list[bytes]) -> list[bytes]:
+    """The bytes of each output (in the EDF's output order), given each argument's bytes in wire order."""
+    if edf.chip != 1:
+        raise SimulatorError(f"kernel {edf.identity}: the simulator runs single-chip kernels (this one has {edf.chip})")
+    if len(arguments) != len(edf.arguments):
+        raise SimulatorError(f"kernel {edf.identity} takes {len(edf.arguments)} arguments, got {len(arguments)}")
+    for tensor, data in zip(edf.arguments, arguments, strict=True):
+        if len(data) != tensor.bytes:
+            raise SimulatorError(
+                f"kernel {edf.identity}: argument {tensor.name} is {tensor.bytes} bytes, got {len(data)}"
+            )
+    buffers = {b["name"]: b for b in edf.buffers}
+    memories = Memories(edf.buffers)
+    for tensor, data in zip(edf.arguments, arguments, strict=True):
+        address = buffers[tensor.buffer]["address"]
+        memories.dram[address : address + tensor.bytes] = np.frombuffer(data, dtype=np.uint8)
+    unit = TensorUnit(memories, buffers, {name: Axis(name, size) for name, size in edf.axes})
+    spans = dict(edf.spans)
+    for context, command in commands_in_order(edf):
+        try:
+            if command["kind"] == "dma":
+                _dma(memories, command, buffers)
+            elif command["kind"] == "exec":
+                unit.run(command)
+        except (Fault, Unsupported, MappingError, KeyError, StopIteration) as error:
+            where = spans.get(command["index"], "no source line")
+            raise SimulatorError(
+                f"kernel {edf.identity}: command {command['index']} ({command['opcode']} on {context}, {where}): "
+                f"{error if not isinstance(error, KeyError | StopIteration) else 'names a buffer the EDF lacks'}"
+            ) from None
+    outputs = []
+    for tensor in edf.outputs:
+        address = buffers[tensor.buffer]["address"]
+        outputs.append(memories.dram[address : address + tensor.bytes].tobytes())
+    return outputs
+
+
+def _dma(memories: Memories, command: dict, buffers: dict[str, dict]) -> None:
+    source, target = buffers[command["inputs"][0]], buffers[command["outputs"][0]]
+    unit = dtype_by_name(source["dtype"]).bits // 8
+    config = command["dma"]
+    loops = [Loop(**loop) for loop in config["loops"]]
+    src, dst = walk_dma(config["src_base"], config["dst_base"], config["packet"], loops, unit)
+    memories.write(target["memory"], dst, unit, memories.read(source["memory"], src, unit))

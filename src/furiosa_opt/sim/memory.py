@@ -1,0 +1,82 @@
+"""The simulated memories of one chip: HBM (DRAM) as one byte array, and per slice DM, TRF and VRF.
+
+Addresses are the LIR's virtual byte addresses (docs/lir.md, "Addresses"): DRAM from 0, DM at
+`DM_BASE` with slice `(cluster·256 + slice)` every `SLICE_STRIDE`, TRF and VRF per slice from 0. A
+DM access names one slice's offsets and happens in every slice at once, as the Tensor Unit's does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from furiosa_opt.arch import RNGD
+from furiosa_opt.compiler.lir import DM_BASE, SLICE_STRIDE
+
+SLICES = RNGD.clusters_per_chip * RNGD.slices_per_cluster
+
+
+class Fault(Exception):
+    """An access outside what the kernel's buffers placed; the machine adds which command made it."""
+
+
+def _bytes(addresses: np.ndarray, unit: int) -> np.ndarray:
+    """The byte addresses of `unit`-byte elements at `addresses`."""
+    return (addresses[:, None] + np.arange(unit, dtype=np.int64)).ravel()
+
+
+class Memories:
+    def __init__(self, buffers: tuple[dict, ...]):
+        def extent(memory: str) -> int:
+            return max((b["address"] + b["bytes"] for b in buffers if b["memory"] == memory), default=0)
+
+        self.dram = np.zeros(extent("dram"), dtype=np.uint8)
+        self.files = {memory: np.zeros((SLICES, extent(memory)), dtype=np.uint8) for memory in ("sram", "trf", "vrf")}
+
+    # ---- DRAM and DM by virtual address (DMA) ----
+
+    def read(self, memory: str, addresses: np.ndarray, unit: int) -> np.ndarray:
+        """Bytes of the elements at `addresses` (each `unit` bytes) in DRAM or across DM slices."""
+        if memory == "dram":
+            return self.dram[self._dram(addresses, unit)]
+        slices, offsets = self._dm(addresses, unit)
+        return self.files["sram"][slices, offsets]
+
+    def write(self, memory: str, addresses: np.ndarray, unit: int, data: np.ndarray) -> None:
+        if memory == "dram":
+            self.dram[self._dram(addresses, unit)] = data
+        else:
+            slices, offsets = self._dm(addresses, unit)
+            self.files["sram"][slices, offsets] = data
+
+    def _dram(self, addresses: np.ndarray, unit: int) -> np.ndarray:
+        flat = _bytes(addresses, unit)
+        if len(flat) and (flat.min() < 0 or flat.max() >= len(self.dram)):
+            raise Fault(f"DRAM address {int(flat.max() if flat.max() >= 0 else flat.min()):#x} is outside the kernel's "
+                        f"{len(self.dram)} placed bytes")  # fmt: skip
+        return flat
+
+    def _dm(self, addresses: np.ndarray, unit: int) -> tuple[np.ndarray, np.ndarray]:
+        flat = _bytes(addresses, unit) - DM_BASE
+        slices, offsets = np.divmod(flat, SLICE_STRIDE)
+        self._check_file("sram", offsets, slices)
+        return slices, offsets
+
+    # ---- one slice's offsets, in every slice (the Tensor Unit) ----
+
+    def gather(self, memory: str, offsets: np.ndarray, unit: int) -> np.ndarray:
+        """[slices, len(offsets)·unit] bytes read at the same offsets in every slice."""
+        flat = _bytes(offsets, unit)
+        self._check_file(memory, flat)
+        return self.files[memory][:, flat]
+
+    def scatter(self, memory: str, offsets: np.ndarray, unit: int, data: np.ndarray) -> None:
+        flat = _bytes(offsets, unit)
+        self._check_file(memory, flat)
+        self.files[memory][:, flat] = data
+
+    def _check_file(self, memory: str, offsets: np.ndarray, slices: np.ndarray | None = None) -> None:
+        size = self.files[memory].shape[1]
+        if len(offsets) and (offsets.min() < 0 or offsets.max() >= size):
+            raise Fault(f"{memory.upper()} offset {int(offsets.max())} is outside the {size} bytes placed per slice")
+        if slices is not None and len(slices) and (slices.min() < 0 or slices.max() >= SLICES):
+            raise Fault(f"DM slice {int(slices.max())} does not exist (a chip has {SLICES})")
