@@ -1,7 +1,7 @@
 """Entry point of the `furiosa-opt` command (shared/DESIGN.md §2.4).
 
-`compile` runs the compiler's stages on selected kernels; the NPU build of other commands, the viewers
-and the cache arrive with later issues and say so plainly.
+`compile`, `cache`, `schedule`, `view`, `new` and `doctor` are here; the NPU builds of other commands
+(run, test, bench, build, check, doc) need the NPU runtime and say so plainly.
 """
 
 from __future__ import annotations
@@ -13,8 +13,14 @@ from pathlib import Path
 from furiosa_opt import __version__
 from furiosa_opt.cli.cache import run_cache
 from furiosa_opt.cli.compile import run_compile
+from furiosa_opt.cli.doctor import run_doctor
+from furiosa_opt.cli.new import run_new
+from furiosa_opt.cli.schedule import add_schedule_parser, run_schedule
+from furiosa_opt.cli.view import add_arguments as add_view_arguments
+from furiosa_opt.cli.view import run_view
+from furiosa_opt.env import EnvError
 
-COMMANDS = ("run", "test", "bench", "build", "check", "doc", "new", "view", "schedule", "doctor")
+COMMANDS = ("run", "test", "bench", "build", "check", "doc")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,7 +42,17 @@ def _parser() -> argparse.ArgumentParser:
     cache_.add_argument("action", choices=("ls", "explain", "verify", "clean"))
     cache_.add_argument("filters", nargs="*", metavar="FILTER")
     cache_.add_argument("-p", "--package", action="append", default=[], metavar="PKG")
+    add_schedule_parser(commands)
+    add_view_arguments(commands.add_parser("view", help="open the Schedule / IR graph viewer in a browser"))
+    new = commands.add_parser("new", help="create a kernel package from the base template")
+    new.add_argument("name", metavar="NAME", help="directory and package name (`my-kernels` imports as my_kernels)")
+    doctor = commands.add_parser("doctor", help="report Python, dependencies, device, output directory and cache")
+    doctor.add_argument("-p", "--package", action="append", default=[], metavar="PKG")
     return parser
+
+
+RUNNERS = {"compile": run_compile, "cache": run_cache, "schedule": run_schedule, "view": run_view,
+           "new": run_new, "doctor": run_doctor}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,12 +61,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"furiosa-opt {args[0]}: not available in this version yet; `furiosa-opt compile` is.", file=sys.stderr)
         return 2
     options = _parser().parse_args(args)
-    if options.command == "compile":
-        return run_compile(options)
-    if options.command == "cache":
-        return run_cache(options)
-    _parser().print_help(sys.stderr)
-    return 2
+    if options.command not in RUNNERS:
+        _parser().print_help(sys.stderr)
+        return 2
+    try:
+        return RUNNERS[options.command](options)
+    except EnvError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

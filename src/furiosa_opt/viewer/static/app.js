@@ -1,0 +1,204 @@
+// Page glue: loading (from /data, the file picker or a drop), the toolbar, the details sidebar and
+// the test hooks. Strings from a file reach the page only through textContent.
+"use strict";
+
+(function () {
+  const FV = window.FV;
+  const $ = (id) => document.getElementById(id);
+  let view = null;
+  let shown; // the item in the sidebar
+  const state = (window.viewerState = { mode: "empty", file: "", error: "" });
+
+  function el(tag, text, cls) {
+    const e = document.createElement(tag);
+    if (text !== undefined) e.textContent = String(text);
+    if (cls) e.className = cls;
+    return e;
+  }
+
+  function showError(message) {
+    state.error = message;
+    $("error").textContent = message;
+    $("error").hidden = !message;
+  }
+
+  // ---- sidebar --------------------------------------------------------------------------------
+  function details(title, rows, groups) {
+    const side = $("details");
+    side.replaceChildren(el("h2", title));
+    const dl = el("dl");
+    for (const [key, value] of rows) {
+      if (value === undefined || value === null || value === "") continue;
+      dl.append(el("dt", key), el("dd", value));
+    }
+    side.append(dl);
+    for (const [heading, items] of groups) {
+      if (!items.length) continue;
+      side.append(el("h3", heading));
+      const ul = el("ul");
+      for (const [label, pick] of items) {
+        const button = el("button", label, "link");
+        button.addEventListener("click", pick);
+        const li = el("li");
+        li.append(button);
+        ul.append(li);
+      }
+      side.append(ul);
+    }
+  }
+
+  const lifetime = (it) => `${it.begin} – ${it.end} (${it.end - it.begin} cycles)`;
+  const tensorLabel = (t) => `${t.name}${t.visaName ? ` ${t.visaName}` : ""} (${t.buffer})`;
+
+  function showItem(item) {
+    if (!item) {
+      $("details").replaceChildren(el("p", "Click an instruction or a tensor to see its details.", "hint"));
+      return;
+    }
+    const pick = (it) => () => view.select(it);
+    if (item.kind === "instruction") {
+      details(item.name, [
+        ["index", item.id], ["type", item.tpe], ["lifetime", lifetime(item)], ["contexts", item.contexts.join(", ")],
+        ["lanes", item.lanes.join(", ")], ["utilization", item.util], ["description", item.description],
+        ["source", item.source], ["critical path", item.critical ? "yes" : "no"],
+      ], [
+        ["Input tensors", item.inputs.map((t) => [tensorLabel(t), pick(t)])],
+        ["Output tensors", item.outputs.map((t) => [tensorLabel(t), pick(t)])],
+      ]);
+    } else {
+      details(item.name, [
+        ["vISA tensor", item.visaName], ["dtype", item.dtype], ["shape (mapping)", item.mapping], ["buffer", item.buffer],
+        ["address", item.address], ["size (bytes)", item.size], ["lifetime", lifetime(item)],
+        ["blocks", item.blockBegin === undefined ? "" : `${item.blockBegin} – ${item.blockEnd}`],
+      ], [["Operators", item.users.map((o) => [`${o.name} ${o.tpe}`, pick(o)])]]);
+    }
+  }
+
+  function showNode(node) {
+    if (!node) {
+      $("details").replaceChildren(el("p", "Click a node to see its details.", "hint"));
+      return;
+    }
+    const rows = Object.entries(node.fields).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : v]);
+    const pick = (n) => () => view.select(n);
+    details(node.label, rows, [
+      ["Inputs", node.inEdges.map((e) => [`${e.from.label} (${e.kind})`, pick(e.from)])],
+      ["Outputs", node.outEdges.map((e) => [`${e.to.label} (${e.kind})`, pick(e.to)])],
+    ]);
+  }
+
+  // ---- publishing the render state ------------------------------------------------------------
+  function scheduleChanged(v) {
+    $("range-start").value = Math.round(v.t0);
+    $("range-end").value = Math.round(v.t1);
+    const sel = v.selection;
+    Object.assign(state, {
+      range: [v.t0, v.t1], addressRanges: { ...v.addr }, brush: v.brushMode,
+      highlighted: v.highlighted,
+      selection: sel ? { kind: sel.kind, name: sel.name } : null, lastFrameMs: v.lastFrameMs,
+    });
+    if (sel !== shown) {
+      shown = sel;
+      showItem(sel);
+    }
+  }
+
+  function graphChanged(v) {
+    const sel = v.selection;
+    Object.assign(state, {
+      visibleNodes: v.visible, matches: v.matches.map((n) => n.id), selection: sel ? { kind: "node", name: sel.id } : null,
+      zoom: v.zoom, lastFrameMs: v.lastFrameMs,
+    });
+    if (sel !== shown) {
+      shown = sel;
+      showNode(sel);
+    }
+  }
+
+  // Computed when read (a 100,000-name list per frame would cost more than the drawing).
+  for (const [key, kind] of [["visibleInstructions", "instruction"], ["visibleTensors", "tensor"]]) {
+    Object.defineProperty(state, key, { enumerable: true, get: () => (view && view.visibleNames ? view.visibleNames(kind) : undefined) });
+  }
+
+  // ---- loading --------------------------------------------------------------------------------
+  function load(text, name) {
+    let raw, model;
+    try {
+      raw = JSON.parse(text);
+    } catch (e) {
+      showError(`${name}: not valid JSON (${e.message})`);
+      return false;
+    }
+    const graph = raw !== null && typeof raw === "object" && raw.format === "furiosa-opt-lir-graph";
+    try {
+      model = graph ? FV.normaliseGraph(raw) : FV.normaliseSchedule(raw);
+    } catch (e) {
+      showError(`${name}: ${e.message}`); // the view on screen, if any, stays as it was
+      return false;
+    }
+    showError("");
+    if (view) view.destroy();
+    const mode = graph ? "graph" : "schedule";
+    for (const e of document.querySelectorAll("[data-mode]")) e.hidden = e.dataset.mode !== mode;
+    $("drop").hidden = true;
+    $("brush").textContent = "Enable Brush";
+    $("brush").classList.remove("on");
+    Object.assign(state, { mode, file: name, kernel: model.kernel });
+    shown = undefined;
+    const canvas = $("canvas");
+    if (graph) {
+      $("summary").textContent = `${model.kernel || name}: ${model.nodes.length} nodes, ${model.edges.length} edges`;
+      view = new FV.GraphView(canvas, model, graphChanged);
+      state.criticalPath = undefined;
+    } else {
+      const summary = `${model.kernel || name}: ${model.instructions.length} instructions, ${model.tensors.length} tensors`;
+      $("summary").textContent = `${summary}, makespan ${model.makespan} cycles`;
+      state.makespan = model.makespan;
+      state.criticalPath = model.criticalPath.map((o) => o.name);
+      view = new FV.ScheduleView(canvas, model, scheduleChanged);
+    }
+    view.changed();
+    return true;
+  }
+
+  function readFile(file) {
+    file.text().then((text) => load(text, file.name), (e) => showError(`${file.name}: ${e.message}`));
+  }
+
+  // ---- toolbar --------------------------------------------------------------------------------
+  $("file").addEventListener("change", (e) => e.target.files[0] && readFile(e.target.files[0]));
+  $("drop").addEventListener("click", () => $("file").click());
+  document.addEventListener("dragover", (e) => e.preventDefault());
+  document.addEventListener("drop", (e) => {
+    e.preventDefault();
+    if (e.dataTransfer.files[0]) readFile(e.dataTransfer.files[0]);
+  });
+  const applyRange = () => view && view.setRange && view.setRange(Number($("range-start").value), Number($("range-end").value));
+  $("range-start").addEventListener("change", applyRange);
+  $("range-end").addEventListener("change", applyRange);
+  $("brush").addEventListener("click", () => {
+    view.brushMode = !view.brushMode;
+    $("brush").textContent = view.brushMode ? "Disable Brush" : "Enable Brush";
+    $("brush").classList.toggle("on", view.brushMode);
+    state.brush = view.brushMode;
+  });
+  $("reset").addEventListener("click", () => view && (view.reset ? view.reset() : view.fit()));
+  $("fit").addEventListener("click", () => view && view.fit());
+  $("search").addEventListener("input", (e) => view && view.search && view.search(e.target.value));
+  window.addEventListener("resize", () => view && view.changed());
+
+  window.viewerApi = {
+    load,
+    setRange: (t0, t1) => view.setRange(t0, t1),
+    locate: (name) => view.locate(name),
+    paneRect: (buffer) => view.paneRect(buffer),
+    graphLayers: () => view.g.nodes.map((n) => [n.id, n.layer]),
+    render: () => {
+      view.render();
+      return view.lastFrameMs;
+    },
+  };
+
+  fetch("/data").then((r) => (r.ok ? r.text().then((text) => load(text, "/data")) : null), () => null)
+    .finally(() => (state.ready = true));
+})();

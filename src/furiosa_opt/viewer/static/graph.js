@@ -1,0 +1,162 @@
+// The IR graph viewer: the layered layout from model.js drawn on a canvas with pan, zoom and search.
+"use strict";
+
+(function () {
+  const FV = window.FV;
+  const FILL = { tensor: "#e3eefa", command: "#fde9d4" };
+  const EDGE = { data: "#666", order: "#1f77b4", sync: "#d62728" };
+
+  class GraphView {
+    constructor(canvas, graph, onChange) {
+      this.canvas = canvas;
+      this.g = graph;
+      this.onChange = onChange;
+      this.selection = null;
+      this.matches = [];
+      this.drag = null;
+      this.fit(false);
+      this.listen();
+    }
+    get width() { return this.canvas.clientWidth; }
+    get height() { return Math.max(this.canvas.clientHeight, 480); }
+    toScreen(n) { return [(n.x - this.cx) * this.zoom + this.width / 2, (n.y - this.cy) * this.zoom + this.height / 2]; }
+    toWorld(x, y) { return [(x - this.width / 2) / this.zoom + this.cx, (y - this.height / 2) / this.zoom + this.cy]; }
+
+    fit(draw = true) {
+      const xs = this.g.nodes.map((n) => n.x), ys = this.g.nodes.map((n) => n.y);
+      const [x0, x1] = [Math.min(0, ...xs), Math.max(0, ...xs) + FV.NODE_W];
+      const [y0, y1] = [Math.min(0, ...ys), Math.max(0, ...ys) + FV.NODE_H];
+      this.cx = (x0 + x1) / 2;
+      this.cy = (y0 + y1) / 2;
+      this.zoom = Math.min(1.5, (this.width - 40) / (x1 - x0), (this.height - 40) / (y1 - y0));
+      if (draw) this.changed();
+    }
+    centre(node) {
+      this.cx = node.x + FV.NODE_W / 2;
+      this.cy = node.y + FV.NODE_H / 2;
+      this.zoom = Math.max(this.zoom, 1);
+    }
+    search(query) {
+      const q = query.trim().toLowerCase();
+      this.matches = !q ? [] : this.g.nodes.filter((n) => {
+        const f = n.fields;
+        return [n.id, n.label, f.value, f.op, f.command, f.loc].some((v) => v !== undefined && String(v).toLowerCase().includes(q));
+      });
+      if (this.matches.length) this.centre(this.matches[0]);
+      this.changed();
+    }
+    select(node) {
+      this.selection = node;
+      this.changed();
+    }
+    changed() {
+      this.render();
+      this.onChange(this);
+    }
+
+    render() {
+      const started = performance.now();
+      const c = this.canvas, dpr = window.devicePixelRatio || 1, w = this.width, h = this.height;
+      if (c.width !== Math.round(w * dpr) || c.height !== Math.round(h * dpr)) {
+        c.width = Math.round(w * dpr);
+        c.height = Math.round(h * dpr);
+        c.style.height = `${h}px`;
+      }
+      const g = c.getContext("2d"), z = this.zoom;
+      g.setTransform(dpr, 0, 0, dpr, 0, 0);
+      g.clearRect(0, 0, w, h);
+      const near = new Set(this.selection ? [this.selection, ...this.selection.inEdges.map((e) => e.from), ...this.selection.outEdges.map((e) => e.to)] : []);
+      const matched = new Set(this.matches);
+      for (const kind of Object.keys(EDGE)) {
+        const p = new Path2D();
+        for (const e of this.g.edges) {
+          if (e.kind !== kind && !(kind === "data" && !EDGE[e.kind])) continue;
+          const [x0, y0] = this.toScreen(e.from), [x1, y1] = this.toScreen(e.to);
+          p.moveTo(x0 + (FV.NODE_W * z) / 2, y0 + FV.NODE_H * z);
+          p.lineTo(x1 + (FV.NODE_W * z) / 2, y1);
+        }
+        g.strokeStyle = EDGE[kind];
+        g.setLineDash(kind === "data" ? [] : [4, 3]);
+        g.stroke(p);
+      }
+      g.setLineDash([]);
+      g.font = `${Math.max(8, Math.round(12 * z))}px system-ui, sans-serif`;
+      g.textBaseline = "middle";
+      const visible = [];
+      for (const n of this.g.nodes) {
+        const [x, y] = this.toScreen(n), nw = FV.NODE_W * z, nh = FV.NODE_H * z;
+        if (x > w || y > h || x + nw < 0 || y + nh < 0) continue;
+        visible.push(n.id);
+        g.fillStyle = matched.has(n) ? "#ffe066" : FILL[n.kind] || "#eee";
+        g.fillRect(x, y, nw, nh);
+        g.strokeStyle = n === this.selection ? "#111" : near.has(n) ? "#555" : "#aaa";
+        g.lineWidth = n === this.selection ? 2.5 : near.has(n) ? 1.5 : 1;
+        g.strokeRect(x, y, nw, nh);
+        if (z > 0.35) {
+          g.fillStyle = "#222";
+          g.save();
+          g.beginPath();
+          g.rect(x, y, nw, nh);
+          g.clip();
+          g.fillText(n.label, x + 6 * z, y + nh / 2);
+          g.restore();
+        }
+      }
+      g.lineWidth = 1;
+      this.visible = visible;
+      this.lastFrameMs = performance.now() - started;
+    }
+    hit(x, y) {
+      const [wx, wy] = this.toWorld(x, y);
+      return this.g.nodes.find((n) => wx >= n.x && wx <= n.x + FV.NODE_W && wy >= n.y && wy <= n.y + FV.NODE_H) || null;
+    }
+    locate(id) {
+      const n = this.g.byId.get(id);
+      if (!n) return null;
+      const r = this.canvas.getBoundingClientRect(), [x, y] = this.toScreen(n);
+      return { x: r.left + x + (FV.NODE_W * this.zoom) / 2, y: r.top + y + (FV.NODE_H * this.zoom) / 2 };
+    }
+    listen() {
+      const c = this.canvas, pos = (e) => {
+        const r = c.getBoundingClientRect();
+        return [e.clientX - r.left, e.clientY - r.top];
+      };
+      this.handlers = {
+        mousedown: (e) => {
+          const [x, y] = pos(e);
+          this.drag = { x0: x, y0: y, cx: this.cx, cy: this.cy, moved: false };
+        },
+        mousemove: (e) => {
+          const d = this.drag;
+          if (!d) return;
+          const [x, y] = pos(e);
+          d.moved = d.moved || Math.abs(x - d.x0) > 3 || Math.abs(y - d.y0) > 3;
+          if (!d.moved) return;
+          this.cx = d.cx - (x - d.x0) / this.zoom;
+          this.cy = d.cy - (y - d.y0) / this.zoom;
+          this.render();
+        },
+        mouseup: (e) => {
+          const d = this.drag;
+          this.drag = null;
+          if (d && !d.moved) this.select(this.hit(...pos(e)));
+          else if (d) this.changed();
+        },
+        wheel: (e) => {
+          e.preventDefault();
+          const [x, y] = pos(e), [wx, wy] = this.toWorld(x, y);
+          this.zoom = Math.min(4, Math.max(0.05, this.zoom * Math.exp(-e.deltaY * 0.002)));
+          this.cx = wx - (x - this.width / 2) / this.zoom;
+          this.cy = wy - (y - this.height / 2) / this.zoom;
+          this.changed();
+        },
+      };
+      for (const [name, fn] of Object.entries(this.handlers)) c.addEventListener(name, fn, { passive: name !== "wheel" });
+    }
+    destroy() {
+      for (const [name, fn] of Object.entries(this.handlers)) this.canvas.removeEventListener(name, fn);
+    }
+  }
+
+  FV.GraphView = GraphView;
+})();
