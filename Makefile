@@ -29,6 +29,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/cpu_backend.py
 	$(BIN)/python benchmarks/compile.py
 	$(BIN)/python benchmarks/schedule.py
+	$(BIN)/python benchmarks/simulator.py
 	$(BIN)/python benchmarks/viewer.py
 
 clean:

@@ -33,6 +33,7 @@ from furiosa_opt.compiler.edf import (
     write_edf_file,
 )
 from furiosa_opt.compiler.lower import lower
+from furiosa_opt.compiler.schedule import schedule as list_schedule
 from furiosa_opt.diagnostics import FuriosaOptError
 
 KERNELS = {
@@ -165,6 +166,7 @@ import sys
 from furiosa_opt.backend.trace import trace
 from furiosa_opt.compiler.edf import write_edf
 from furiosa_opt.compiler.lower import lower
+from furiosa_opt.compiler.schedule import schedule as list_schedule
 from base_template.kernel import {modules}
 for kernel in ({kernels},):
     ir, errors = trace(kernel)
@@ -255,7 +257,8 @@ def test_malformed_bodies_name_the_offending_field(lirs):
     refused(edit(data, lambda b: b["streams"].pop("pdma")), "missing key 'pdma'")
     refused(edit(data, lambda b: b["streams"]["sub"][0].update(index=True)), "expected an integer")
     refused(edit(data, lambda b: b["arguments"][0].update(buffer="T99")), "buffer 'T99' is not in body.buffers")
-    refused(edit(data, lambda b: b["streams"]["tdma"].reverse()), "out of issue order")
+    refused(edit(data, lambda b: b["streams"]["tdma"].append(b["streams"]["tdma"][0])), "is repeated")
+    refused(edit(data, lambda b: b["streams"]["main"][0].update(waits=[99])), "main[0].waits: command 99 is not in")
     refused(edit(data, lambda b: b["spans"].append([0, 5])), "body.spans[")
     refused(edit(data, lambda b: b.update(schedule=[[1, 9, 3]])), "start 9 and end 3")
     refused(edit(data, lambda b: b["streams"]["main"][-1]["engines"][0].update(scale=1.5)), "engine attributes")
@@ -318,3 +321,16 @@ def test_reading_a_missing_or_bad_file_names_the_path(tmp_path, small):
     with pytest.raises(EdfError, match="truncated") as caught:
         read_edf_file(bad)
     assert str(bad) in str(caught.value) and caught.value.path == bad
+
+
+def test_streams_are_in_the_order_the_schedule_issues_them(lirs):
+    """Gemm's schedule loads B before A on the one DMA context; the binary must say so, or the device
+    would issue them in program order and lose the overlap the makespan assumes."""
+    schedule = [(s.costed.command.index, s.start, s.end) for s in list_schedule(lirs["gemm"]).slots]
+    edf = read_edf(write_edf(lirs["gemm"], compiler_version=VERSION, cache_key=KEY, schedule=schedule))
+    starts = {index: start for index, start, _ in schedule}
+    for stream in edf.streams.values():
+        issued = [starts[c["index"]] for c in stream]
+        assert issued == sorted(issued)
+    assert [c["opcode"] for c in edf.streams["tdma"]][:2] == ["to_dm", "to_dm"]
+    assert [c["index"] for c in edf.streams["tdma"]][:2] == [3, 1]

@@ -23,9 +23,11 @@ from base_template.kernel import (
     gemv_kernel,
 )
 from furiosa_opt import Context, HostTensor, launch
+from furiosa_opt.analysis.schedule import parse_schedule
 from furiosa_opt.compiler.driver import compile_kernel
 from furiosa_opt.compiler.edf import FORMAT_VERSION, HEADER, MAGIC, read_edf
 from furiosa_opt.sim import SimulatorError, run
+from furiosa_opt.sim.timing import compare, simulate, trace_json
 
 KERNELS = {
     "constant_add": constant_add_kernel.constant_add_kernel,
@@ -161,3 +163,46 @@ def test_the_simulator_command_reports_bad_files(tmp_path):
         text=True,
     )
     assert done.returncode == 1 and "takes 2 input file(s) and writes 1 output file(s); got 0 and 1" in done.stderr
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_simulated_time_equals_the_static_makespan(name):
+    """The binary's issue order and syncs alone reproduce the compiler's schedule."""
+    result = compile_kernel(KERNELS[name])
+    edf = read_edf(result.edf)
+    timing = simulate(edf)
+    assert timing.makespan == result.plan.makespan
+    assert compare(edf, timing).startswith("equal")
+    trace = trace_json(edf, timing)
+    assert trace["simulated"] is True and trace["makespan"] == timing.makespan
+    parsed = parse_schedule(trace, f"{name} simulated")
+    assert parsed.makespan == timing.makespan
+    assert len(parsed.instructions) == sum(len(s) for s in edf.streams.values())
+
+
+def test_program_order_on_the_dma_context_costs_gemm_its_overlap():
+    """Issued in program order (A before B), the TRF load of B can no longer hide behind A's load."""
+
+    def program_order(body):
+        body["streams"]["tdma"].sort(key=lambda c: c["index"])
+
+    edf = read_edf(_rewrite(edf_bytes(KERNELS["gemm"]), program_order))
+    timing = simulate(edf)
+    assert timing.makespan == 26620 + 544  # the 544-cycle TRF load now runs after both DMA loads
+    assert compare(edf, timing).startswith("command 1 (to_dm on tdma) starts at cycle 0 in the simulation and 4596")
+
+
+def test_the_simulator_command_writes_a_trace(tmp_path):
+    kernel = KERNELS["dot_product"]
+    arguments, expected = cpu_run(kernel, SEED)
+    (tmp_path / "k.edf").write_bytes(edf_bytes(kernel))
+    for i, data in enumerate(arguments):
+        (tmp_path / f"in{i}.bin").write_bytes(data)
+    args = ["k.edf", "in0.bin", "in1.bin", "--out", "out.bin", "--trace", "trace.json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "furiosa_opt.sim", *args], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "dot_product_kernel: 1722 simulated cycles (equal" in done.stderr
+    assert (tmp_path / "out.bin").read_bytes() == expected[0]
+    assert json.loads((tmp_path / "trace.json").read_text())["simulated"] is True

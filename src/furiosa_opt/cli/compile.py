@@ -18,9 +18,11 @@ from furiosa_opt.compiler import cache, lir
 from furiosa_opt.compiler.dfg import dump_dfg
 from furiosa_opt.compiler.diagnostics import Diagnostic, Span
 from furiosa_opt.compiler.driver import Compiled, compile_kernel, compile_visa
+from furiosa_opt.compiler.edf import read_edf
 from furiosa_opt.compiler.schedule import schedule_json, summary, summary_markdown
 from furiosa_opt.files import write_atomic
 from furiosa_opt.lang.device import DeviceFunction
+from furiosa_opt.sim.timing import compare, simulate
 
 
 class Reporter:
@@ -174,6 +176,9 @@ def _write_dumps(result: Compiled, options: argparse.Namespace) -> None:
         write_atomic(options.dump_schedule, data.encode())
     if options.dump_summary is not None:
         numbers = summary(result.plan)
+        edf = read_edf(result.edf)
+        timing = simulate(edf)
+        numbers["simulated"] = {"makespan": timing.makespan, "versus_static": compare(edf, timing)}
         write_atomic(options.dump_summary / "summary.json", json.dumps(numbers, indent=1).encode())
         write_atomic(options.dump_summary / "summary.md", summary_markdown(numbers).encode())
 

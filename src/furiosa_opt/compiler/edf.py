@@ -124,7 +124,8 @@ def write_edf(
 
     streams: dict[str, list[dict]] = {context: [] for context in CONTEXTS}
     spans: list[list] = []
-    for command in lir.commands:
+    starts = {int(entry[0]): int(entry[1]) for entry in schedule or () if len(entry) == 3 and _is_int(entry[0])}
+    for command in sorted(lir.commands, key=lambda c: (starts.get(c.index, 0), c.index)):  # the issue order
         if command.context == "none":
             continue
         if command.context not in streams:
@@ -378,8 +379,8 @@ def _check(value: Any, schema: Any, where: str) -> None:
 
 def _validate(body: Any) -> None:
     """The body's shape (keys and types, exactly) and its cross references: buffer names unique and every
-    named buffer defined, command indices unique and increasing within each stream, spans in order,
-    schedule entries with start <= end."""
+    named buffer defined, command indices unique, every sync waiting on a command of the file, spans in
+    order, schedule entries with start <= end."""
     _check(body, _BODY, "body")
     names = [b["name"] for b in body["buffers"]]
     if len(set(names)) != len(names):
@@ -394,21 +395,24 @@ def _validate(body: Any) -> None:
         for i, t in enumerate(body[table]):
             defined(t["buffer"], f"body.{table}[{i}].buffer")
     seen: set[int] = set()
+    waited: list[tuple[str, int]] = []
     for context in CONTEXTS:
-        previous = -1
         for i, command in enumerate(body["streams"][context]):
             where = f"body.streams.{context}[{i}]"
             index = command["index"]
-            if index in seen or index <= previous:
-                raise _Malformed(f"{where}.index: {index} is repeated or out of issue order")
+            if index in seen:
+                raise _Malformed(f"{where}.index: {index} is repeated")
             seen.add(index)
-            previous = index
+            waited += [(f"{where}.waits", w) for w in command["waits"]]
             for side in ("inputs", "outputs"):
                 for name in command[side]:
                     defined(name, f"{where}.{side}")
             for side in ("fetch", "commit"):
                 if command[side] is not None:
                     defined(command[side]["buffer"], f"{where}.{side}.buffer")
+    for where, wait in waited:
+        if wait not in seen:
+            raise _Malformed(f"{where}: command {wait} is not in any stream")
     indices = [index for index, _ in body["spans"]]
     if any(b <= a for a, b in itertools.pairwise(indices)):
         raise _Malformed("body.spans: command indices repeated or out of order")

@@ -53,6 +53,12 @@ class Sequencer:
     packet: list[Entry]
     access: int  # bytes per hardware access (read_size / write_size)
 
+    @classmethod
+    def from_dict(cls, config: dict) -> Sequencer:
+        """A sequencer as decoded from msgpack (an EDF or `--dump-ir`)."""
+        entries = {side: [Entry(**e) for e in config[side]] for side in ("time", "packet")}
+        return cls(config["buffer"], config["base"], entries["time"], entries["packet"], config["access"])
+
 
 # ---- what a config walks (the simulator and the tests read configs through these) -----------------
 

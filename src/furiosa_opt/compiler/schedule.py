@@ -246,6 +246,8 @@ def summary_markdown(data: dict) -> str:
         "| lane | utilisation |",
         "|---|---|",
     ]
+    if "simulated" in data:
+        rows.insert(4, f"* simulated: {data['simulated']['makespan']} cycles ({data['simulated']['versus_static']})")
     rows += [f"| {lane} | {value:.1%} |" for lane, value in data["utilisation"].items()]
     rows += ["", "| memory | high-water bytes |", "|---|---|"]
     rows += [f"| {name} | {value} |" for name, value in data["memory_high_water_bytes"].items()]

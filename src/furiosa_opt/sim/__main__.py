@@ -7,12 +7,14 @@ bytes; this is how the simulator runs apart from any Python kernel code.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from furiosa_opt.compiler.edf import EdfError, read_edf_file
 from furiosa_opt.files import write_atomic
 from furiosa_opt.sim.machine import SimulatorError, run
+from furiosa_opt.sim.timing import compare, simulate, trace_json
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("edf", type=Path)
     parser.add_argument("inputs", type=Path, nargs="*", metavar="IN")
     parser.add_argument("--out", type=Path, nargs="*", default=[], metavar="OUT")
+    parser.add_argument("--trace", type=Path, metavar="FILE", help="write the simulated run as schedule JSON")
     options = parser.parse_args(argv)
     try:
         edf = read_edf_file(options.edf)
@@ -31,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
         inputs = [path.read_bytes() for path in options.inputs]
         for path, data in zip(options.out, run(edf, inputs), strict=True):
             write_atomic(path, data)
+        timing = simulate(edf)
+        print(f"{edf.identity}: {timing.makespan} simulated cycles ({compare(edf, timing)})", file=sys.stderr)
+        if options.trace is not None:
+            write_atomic(options.trace, json.dumps(trace_json(edf, timing), indent=1, sort_keys=True).encode())
     except (EdfError, SimulatorError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

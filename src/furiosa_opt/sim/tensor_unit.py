@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from furiosa_opt import dtypes
-from furiosa_opt.compiler.lir import DM_BASE, Entry, Sequencer, walk_sequencer
+from furiosa_opt.compiler.lir import DM_BASE, Sequencer, walk_sequencer
 from furiosa_opt.dtypes import DType, dtype_by_name
 from furiosa_opt.fold import contraction_plan, fold
 from furiosa_opt.mapping import Mapping
@@ -93,7 +93,7 @@ class TensorUnit:
         element = self.mapping(config["element"])
         layout = pair(time, packet)
         source = relayout_index(pair(self.mapping(ONE), element).factors, layout.factors, True)
-        addresses = walk_sequencer(_sequencer(command["fetch"]), 1)
+        addresses = walk_sequencer(Sequencer.from_dict(command["fetch"]), 1)
         if len(addresses) != layout.size:
             raise Fault(f"the fetch sequencer visits {len(addresses)} positions, the stream has {layout.size}")
         read = np.flatnonzero(source >= 0)
@@ -102,7 +102,7 @@ class TensorUnit:
         return Stream(values, dtype, time, packet)
 
     def commit(self, stream: Stream, command: dict) -> None:
-        addresses = walk_sequencer(_sequencer(command["commit"]), 0)
+        addresses = walk_sequencer(Sequencer.from_dict(command["commit"]), 0)
         if len(addresses) != stream.layout.size:
             raise Fault(f"the commit sequencer visits {len(addresses)} positions, the stream has {stream.layout.size}")
         live = evaluate(stream.layout.factors, np.arange(stream.layout.size)).live
@@ -263,8 +263,3 @@ def _trf_name(command: dict, buffers: dict[str, dict]) -> str:
 
 def _unit(dtype: DType) -> int:
     return dtype.bits // 8
-
-
-def _sequencer(config: dict) -> Sequencer:
-    entries = {side: [Entry(**e) for e in config[side]] for side in ("time", "packet")}
-    return Sequencer(config["buffer"], config["base"], entries["time"], entries["packet"], config["access"])

@@ -1,0 +1,97 @@
+"""When each command of an EDF runs on the simulated chip, event by event.
+
+Timing depends on the binary alone, not on data. Each context issues its stream in the EDF's order and
+starts a command when the context is free and, for a sync, when every command it waits for has ended;
+a Vector Engine command also needs the Vector Engine (shared by main and sub), and a fetch under the
+64-access rule holds the DMA engine. Durations are the cost model's (`compiler.resource`). Unlike the
+static schedule, nothing is reordered and no hazard is honoured that the binary does not encode in a
+sync: the difference between the two makespans is what the binary fails to say, or what the
+scheduler's order costs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from furiosa_opt.compiler.edf import CONTEXTS, Edf
+from furiosa_opt.compiler.lir import Buffer, Command, Lir, Loop, Sequencer
+from furiosa_opt.compiler.resource import Costed, cost
+from furiosa_opt.compiler.schedule import Schedule, Slot, schedule_json
+
+
+@dataclass(frozen=True)
+class Timing:
+    costed: dict[int, Costed]  # command index → its cost and resources
+    start: dict[int, int]
+    end: dict[int, int]
+    makespan: int
+
+
+def lir_of(edf: Edf) -> Lir:
+    """The EDF's command streams as LIR commands (what the cost model reads), in index order."""
+    arguments = {t.buffer for t in edf.arguments}
+    buffers = [Buffer(b["name"], "", b["memory"], b["dtype"], list(b["levels"]), b["address"], b["bytes"],
+                      -1 if b["name"] in arguments else 0, -1, b["region"]) for b in edf.buffers]  # fmt: skip
+    spans = dict(edf.spans)
+    commands = [_command(c, context, spans.get(c["index"])) for context in CONTEXTS for c in edf.streams[context]]
+    commands.sort(key=lambda c: c.index)
+    outputs = [t.buffer for t in edf.outputs]
+    return Lir(edf.identity, edf.chip, edf.pe, buffers, commands, [t.buffer for t in edf.arguments], outputs)
+
+
+def _command(c: dict, context: str, loc: str | None) -> Command:
+    dma = c["dma"] and {**c["dma"], "loops": [Loop(**loop) for loop in c["dma"]["loops"]]}
+    fetch = c["fetch"] and Sequencer.from_dict(c["fetch"])
+    commit = c["commit"] and Sequencer.from_dict(c["commit"])
+    return Command(c["index"], context, c["kind"], c["op"], c["opcode"], loc, list(c["inputs"]), list(c["outputs"]),
+                   dma, fetch, list(c["engines"]), commit, list(c["waits"]))  # fmt: skip
+
+
+def simulate(edf: Edf) -> Timing:
+    costed = {item.command.index: item for item in cost(lir_of(edf))}
+    queues = {context: [c["index"] for c in edf.streams[context]] for context in CONTEXTS}
+    waits = {c["index"]: c["waits"] for context in CONTEXTS for c in edf.streams[context]}
+    start: dict[int, int] = {}
+    end: dict[int, int] = {}
+    free: dict[str, int] = {}
+    while any(queues.values()):
+        ready = []
+        for context, queue in queues.items():
+            if queue and all(w in end for w in waits[queue[0]]):
+                index = queue[0]
+                after = max([free.get(context, 0), *(end[w] for w in waits[index])])
+                ready.append((max([after, *(free.get(r, 0) for r in costed[index].resources)]), index, context))
+        if not ready:
+            raise ValueError(f"kernel {edf.identity}: the command streams deadlock (a sync waits on a later command)")
+        begin, index, context = min(ready)
+        queues[context].pop(0)
+        start[index], end[index] = begin, begin + costed[index].cycles
+        for resource in {context, *costed[index].resources}:
+            free[resource] = end[index]
+    return Timing(costed, start, end, max(end.values(), default=0))
+
+
+def trace_json(edf: Edf, timing: Timing) -> dict:
+    """The simulated run in the schedule JSON format (the viewers and `furiosa-opt schedule` read it),
+    marked `"simulated": true`."""
+    lir = lir_of(edf)
+    slots = [Slot(timing.costed[c.index], timing.start[c.index], timing.end[c.index]) for c in lir.commands]
+    return {**schedule_json(Schedule(lir, slots, timing.makespan, 0, 0)), "simulated": True}
+
+
+def compare(edf: Edf, timing: Timing) -> str:
+    """Why the simulated makespan differs from the compiler's static one (the EDF's schedule), if it does."""
+    static = {index: (start, end) for index, start, end in edf.schedule}
+    makespan = max((end for _, end in static.values()), default=0)
+    if timing.makespan == makespan:
+        return "equal: the binary's streams and syncs reproduce the compiler's schedule"
+    first = min((i for i in timing.start if i in static and static[i][0] != timing.start[i]),
+                key=lambda i: min(static[i][0], timing.start[i]), default=None)  # fmt: skip
+    if first is None:
+        return f"the simulation takes {timing.makespan} cycles, the static schedule {makespan}"
+    command = timing.costed[first].command
+    return (
+        f"command {first} ({command.opcode} on {command.context}) starts at cycle {timing.start[first]} in the "
+        f"simulation and {static[first][0]} in the static schedule: the simulator follows only the binary's issue "
+        "order and syncs"
+    )
