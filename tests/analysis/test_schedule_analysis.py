@@ -8,14 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
+from example_kernels import KERNELS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from base_template.kernel.constant_add_kernel import constant_add_kernel
-from base_template.kernel.dot_product_kernel import dot_product_kernel
-from base_template.kernel.elementwise_mul_kernel import elementwise_mul_kernel
-from base_template.kernel.gemm_kernel import gemm_kernel
-from base_template.kernel.gemv_kernel import gemv_kernel
 from furiosa_opt.analysis.critical_path import critical_path
 from furiosa_opt.analysis.dependencies import Dependencies
 from furiosa_opt.analysis.diff import diff
@@ -31,7 +27,6 @@ HERE = Path(__file__).parent
 UPSTREAM = HERE / "upstream_schedule.json"
 EXAMPLE = HERE.parents[1] / "examples" / "base-template"
 GEMM_FILE = "src/base_template/kernel/gemm_kernel.py"
-KERNELS = [constant_add_kernel, dot_product_kernel, elementwise_mul_kernel, gemm_kernel, gemv_kernel]
 
 
 def schedule_data(kernel, root: Path = EXAMPLE) -> dict:
@@ -42,7 +37,7 @@ def schedule_data(kernel, root: Path = EXAMPLE) -> dict:
 
 @functools.cache
 def gemm_data() -> dict:
-    return schedule_data(gemm_kernel)
+    return schedule_data(KERNELS["gemm"])
 
 
 def gemm_variant(tmp_path: Path) -> dict:
@@ -289,7 +284,7 @@ def check_invariants(loaded: Schedule) -> None:
             assert link.after is earlier.instruction and earlier.instruction.end + link.wait == link.instruction.begin
 
 
-@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.__name__)
+@pytest.mark.parametrize("kernel", KERNELS.values(), ids=lambda k: k.__name__)
 def test_invariants_on_the_example_kernels(kernel):
     loaded = parse_schedule(schedule_data(kernel))
     check_invariants(loaded)

@@ -11,14 +11,8 @@ import sys
 
 import msgpack
 import pytest
+from example_kernels import KERNELS
 
-from base_template.kernel import (
-    constant_add_kernel,
-    dot_product_kernel,
-    elementwise_mul_kernel,
-    gemm_kernel,
-    gemv_kernel,
-)
 from furiosa_opt.backend.trace import trace
 from furiosa_opt.compiler import edf
 from furiosa_opt.compiler.edf import (
@@ -36,13 +30,6 @@ from furiosa_opt.compiler.lower import lower
 from furiosa_opt.compiler.schedule import schedule as list_schedule
 from furiosa_opt.diagnostics import FuriosaOptError
 
-KERNELS = {
-    "constant_add": constant_add_kernel.constant_add_kernel,
-    "elementwise_mul": elementwise_mul_kernel.elementwise_mul_kernel,
-    "dot_product": dot_product_kernel.dot_product_kernel,
-    "gemv": gemv_kernel.gemv_kernel,
-    "gemm": gemm_kernel.gemm_kernel,
-}
 VERSION, KEY = "0.1.0-test", "cafef00d"
 HEADER = struct.Struct("<8sHHI32s")  # as docs/edf.md states it, independently of the module's own
 
@@ -226,7 +213,7 @@ def test_a_flipped_magic_byte_is_not_an_edf(small):
 def test_another_format_version_is_refused_naming_the_kernel(small):
     error = refused(reheader(small[48:], version=1), "EDF format version 1 is not supported by this build (expects 2)")
     assert "recompile it with `furiosa-opt compile`" in str(error)
-    assert error.identity == constant_add_kernel.constant_add_kernel.identity
+    assert error.identity == KERNELS["constant_add"].identity
     refused(reheader(b"\x00\x01garbage", version=7), "version 7")
 
 

@@ -6,14 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from example_kernels import KERNELS
 
-from base_template.kernel import (
-    constant_add_kernel,
-    dot_product_kernel,
-    elementwise_mul_kernel,
-    gemm_kernel,
-    gemv_kernel,
-)
 from furiosa_opt.backend.trace import trace
 from furiosa_opt.compiler import lir as lir_format
 from furiosa_opt.compiler.lir import Entry, Loop, Sequencer, walk_dma, walk_sequencer
@@ -22,14 +16,6 @@ from furiosa_opt.mapping import m
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.mapping.relayout import relayout_index
-
-KERNELS = {
-    "constant_add": constant_add_kernel.constant_add_kernel,
-    "elementwise_mul": elementwise_mul_kernel.elementwise_mul_kernel,
-    "dot_product": dot_product_kernel.dot_product_kernel,
-    "gemv": gemv_kernel.gemv_kernel,
-    "gemm": gemm_kernel.gemm_kernel,
-}
 
 
 def lowered(kernel):

@@ -14,14 +14,8 @@ import sys
 import msgpack
 import numpy as np
 import pytest
+from example_kernels import KERNELS
 
-from base_template.kernel import (
-    constant_add_kernel,
-    dot_product_kernel,
-    elementwise_mul_kernel,
-    gemm_kernel,
-    gemv_kernel,
-)
 from furiosa_opt import Context, HostTensor, launch
 from furiosa_opt.analysis.schedule import parse_schedule
 from furiosa_opt.compiler.driver import compile_kernel
@@ -29,13 +23,6 @@ from furiosa_opt.compiler.edf import FORMAT_VERSION, HEADER, MAGIC, read_edf
 from furiosa_opt.sim import SimulatorError, run
 from furiosa_opt.sim.timing import compare, simulate, trace_json
 
-KERNELS = {
-    "constant_add": constant_add_kernel.constant_add_kernel,
-    "elementwise_mul": elementwise_mul_kernel.elementwise_mul_kernel,
-    "dot_product": dot_product_kernel.dot_product_kernel,
-    "gemv": gemv_kernel.gemv_kernel,
-    "gemm": gemm_kernel.gemm_kernel,
-}
 SEED = int(os.environ.get("FURIOSA_OPT_TEST_SEED", np.random.SeedSequence().entropy % 2**32))
 
 
