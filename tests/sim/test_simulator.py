@@ -105,6 +105,16 @@ def test_an_address_outside_the_kernel_is_a_fault_naming_the_command():
         run(read_edf(data), arguments)
 
 
+def test_an_engine_chain_out_of_order_is_a_fault():
+    def drop_outer(body):
+        engines = _main_exec(body)["engines"]
+        engines[:] = [e for e in engines if e["stage"] != "contract_outer"]
+
+    arguments, _ = cpu_run(KERNELS["gemm"], SEED)
+    with pytest.raises(SimulatorError, match="`contract_packet` comes before any `contract_outer`"):
+        run(read_edf(_rewrite(edf_bytes(KERNELS["gemm"]), drop_outer)), arguments)
+
+
 def test_wrong_argument_bytes_are_refused():
     edf = read_edf(edf_bytes(KERNELS["gemm"]))
     with pytest.raises(SimulatorError, match="takes 2 arguments, got 1"):

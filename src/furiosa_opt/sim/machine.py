@@ -56,7 +56,7 @@ def run(edf: Edf, arguments: list[bytes]) -> list[bytes]:
             where = spans.get(command["index"], "no source line")
             raise SimulatorError(
                 f"kernel {edf.identity}: command {command['index']} ({command['opcode']} on {context}, {where}): "
-                f"{error if not isinstance(error, KeyError | StopIteration) else 'names a buffer the EDF lacks'}"
+                f"{_problem(error)}"
             ) from None
     outputs = []
     for tensor in edf.outputs:
@@ -72,3 +72,11 @@ def _dma(memories: Memories, command: dict, buffers: dict[str, dict]) -> None:
     loops = [Loop(**loop) for loop in config["loops"]]
     src, dst = walk_dma(config["src_base"], config["dst_base"], config["packet"], loops, unit)
     memories.write(target["memory"], dst, unit, memories.read(source["memory"], src, unit))
+
+
+def _problem(error: Exception) -> str:
+    if isinstance(error, KeyError):
+        return f"its configs name {error}, which the EDF does not define"
+    if isinstance(error, StopIteration):
+        return "an engine needs an operand the command does not read"
+    return str(error)

@@ -142,6 +142,8 @@ class TensorUnit:
             pending.update(lhs=stream, trf=self.operand(command, "trf"))
             pending.update(time=self.mapping(config["time"]), packet=self.mapping(config["packet"]))
             return stream
+        if "lhs" not in pending:
+            raise Fault(f"`{stage}` comes before any `contract_outer` in the command's engine configs")
         if stage == "contract_packet":
             pending["packet2"] = self.mapping(config["packet"])
             return stream
