@@ -6,6 +6,7 @@
 | `FURIOSA_OPT_SCHEDULER` | `list` (reorders independent work) or `inorder` (program order) | `list` | yes |
 | `FURIOSA_OPT_BACKEND` | `cpu` or `npu` (what `launch` runs on) | `cpu` | no |
 | `FURIOSA_OPT_DEVICE` | `sim` (the TCP simulator) or `rngd` (hardware: not supported by this build) | `sim` | no |
+| `FURIOSA_OPT_SKIP_PRESTEP` | `1`: the wrapper runs its command without compiling (a test hook) | unset | no |
 """
 
 from __future__ import annotations
@@ -46,6 +47,18 @@ def backend() -> str:
 
 def device() -> str:
     return _choice("FURIOSA_OPT_DEVICE", DEVICES)
+
+
+def skip_prestep() -> bool:
+    """Test hook: lets a test show that the runtime never compiles what the wrapper did not."""
+    return os.environ.get("FURIOSA_OPT_SKIP_PRESTEP", "").strip() == "1"
+
+
+def child_environment(out: Path, sources: list[Path]) -> dict[str, str]:
+    """The environment of a command the wrapper runs: the NPU backend, its artifacts, the packages importable."""
+    python_path = [str(p) for p in sources] + [p for p in [os.environ.get("PYTHONPATH", "")] if p]
+    extra = {"FURIOSA_OPT_BACKEND": "npu", "FURIOSA_OPT_OUT_DIR": str(out), "PYTHONPATH": os.pathsep.join(python_path)}
+    return {**os.environ, **extra}
 
 
 def key_environment() -> dict[str, str]:

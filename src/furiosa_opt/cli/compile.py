@@ -74,9 +74,12 @@ def filtered(found: list[Target], filters: list[str], report: Reporter) -> list[
     return [t for t in found if any(n in t.source.identity for n in needles)]
 
 
+DUMPS = ("dump_visa", "dump_dfg", "dump_ir", "dump_graph", "dump_schedule", "dump_summary")
+NO_DUMPS = argparse.Namespace(**dict.fromkeys(DUMPS))  # the options of a plain build (the wrapper's)
+
+
 def _dumps(options: argparse.Namespace) -> list[Path]:
-    names = ("dump_visa", "dump_dfg", "dump_ir", "dump_graph", "dump_schedule", "dump_summary")
-    return [getattr(options, n) for n in names if getattr(options, n) is not None]
+    return [getattr(options, n) for n in DUMPS if getattr(options, n) is not None]
 
 
 def run_compile(options: argparse.Namespace) -> int:
@@ -102,13 +105,13 @@ def run_compile(options: argparse.Namespace) -> int:
         names = "\n".join(f"    {t.source.identity}" for t in selected)
         report.status("Error", f"dump flags need exactly one kernel, {len(selected)} match:\n{names}")
         return 1
-    out = cache.out_dir(workspace.root)
-    failed = compiled = fresh = 0
-    for target in selected:
-        outcome = _build(target, out, options, report)
-        failed += outcome == "failed"
-        compiled += outcome == "compiled"
-        fresh += outcome == "fresh"
+    return build_all(selected, cache.out_dir(workspace.root), options, report)
+
+
+def build_all(selected: list[Target], out: Path, options: argparse.Namespace, report: Reporter) -> int:
+    """Bring every selected kernel's artifact up to date in `out`; 1 if any failed (shared with the wrapper)."""
+    outcomes = [_build(target, out, options, report) for target in selected]
+    failed, compiled, fresh = (outcomes.count(o) for o in ("failed", "compiled", "fresh"))
     text = f"{compiled} compiled, {fresh} up to date, {failed} failed (artifacts in {out})"
     if compiled == 0 and failed == 0:
         text = f"nothing to compile: {fresh} kernel(s) up to date (artifacts in {out})"
@@ -125,15 +128,10 @@ def _build(target: Target, out: Path, options: argparse.Namespace, report: Repor
     if usable and record.get("fast_digest") == key.digest() and not _dumps(options):
         report.status("Fresh", identity, kernel=identity, success=True, cached=True)
         return "fresh"
-    module, problem = import_module(target.package, target.source.module, target.source.file)
-    kernel = getattr(module, identity.rsplit(".", 1)[1], None) if module is not None else None
-    if problem is not None or not isinstance(kernel, DeviceFunction):
-        report.diagnostic(problem or Diagnostic("no-kernel", f"`{identity}` is not a @device function", "import"))
-        report.status("Failed", identity, kernel=identity, success=False)
+    built = compile_target(target, report)
+    if built is None:
         return "failed"
-    result = compile_kernel(kernel, target.package.root)
-    if not _report(result, report):
-        return "failed"
+    kernel, result = built
     text = result.visa_text
     artifact = cache.artifact_key(text, f"chip={kernel.device.chip},pe={kernel.device.pe}")
     same_code = usable and record.get("artifact_key") == artifact  # same vISA, version, device, environment
@@ -146,6 +144,19 @@ def _build(target: Target, out: Path, options: argparse.Namespace, report: Repor
     detail = "vISA unchanged, artifact kept" if same_code else _stats(result)
     report.status(verb, f"{identity} ({detail})", kernel=identity, success=True, cached=same_code)
     return "fresh" if same_code else "compiled"
+
+
+def compile_target(target: Target, report: Reporter) -> tuple[DeviceFunction, Compiled] | None:
+    """Import and compile one kernel through every stage, writing nothing; None (reported) if it fails."""
+    identity = target.source.identity
+    module, problem = import_module(target.package, target.source.module, target.source.file)
+    kernel = getattr(module, identity.rsplit(".", 1)[1], None) if module is not None else None
+    if problem is not None or not isinstance(kernel, DeviceFunction):
+        report.diagnostic(problem or Diagnostic("no-kernel", f"`{identity}` is not a @device function", "import"))
+        report.status("Failed", identity, kernel=identity, success=False)
+        return None
+    result = compile_kernel(kernel, target.package.root)
+    return (kernel, result) if _report(result, report) else None
 
 
 def _stats(result: Compiled) -> str:

@@ -1,7 +1,8 @@
 """Entry point of the `furiosa-opt` command (shared/DESIGN.md §2.4).
 
-`compile`, `cache`, `schedule`, `view`, `new` and `doctor` are here; the NPU builds of other commands
-(run, test, bench, build, check, doc) need the NPU runtime and say so plainly.
+`compile`, `cache`, `schedule`, `view`, `new` and `doctor` are subcommands; `run`, `test`, `build`,
+`check` and literal `python …` / `pytest …` lines go to the wrapper (`wrapper.py`), split by hand before
+argparse sees them; `bench` and `doc` are not in this version and say so plainly.
 """
 
 from __future__ import annotations
@@ -18,13 +19,19 @@ from furiosa_opt.cli.new import run_new
 from furiosa_opt.cli.schedule import add_schedule_parser, run_schedule
 from furiosa_opt.cli.view import add_arguments as add_view_arguments
 from furiosa_opt.cli.view import run_view
+from furiosa_opt.cli.wrapper import WRAPPER_HELP, run_wrapper, split
 from furiosa_opt.env import EnvError
 
-COMMANDS = ("run", "test", "bench", "build", "check", "doc")
+COMMANDS = ("bench", "doc")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="furiosa-opt", description="Compile, run and inspect RNGD kernels.")
+    parser = argparse.ArgumentParser(
+        prog="furiosa-opt",
+        description="Compile, run and inspect RNGD kernels.",
+        epilog=WRAPPER_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("-V", "--version", action="version", version=f"furiosa-opt {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="<command>")
     compile_ = commands.add_parser("compile", help="compile kernels (Python → vISA → LIR → EDF)")
@@ -60,12 +67,13 @@ def main(argv: list[str] | None = None) -> int:
     if args and args[0] in COMMANDS:
         print(f"furiosa-opt {args[0]}: not available in this version yet; `furiosa-opt compile` is.", file=sys.stderr)
         return 2
-    options = _parser().parse_args(args)
-    if options.command not in RUNNERS:
+    wrapped = split(args)
+    options = _parser().parse_args(args) if wrapped is None else None
+    if options is not None and options.command not in RUNNERS:
         _parser().print_help(sys.stderr)
         return 2
     try:
-        return RUNNERS[options.command](options)
+        return run_wrapper(*wrapped) if wrapped is not None else RUNNERS[options.command](options)
     except EnvError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -53,23 +53,33 @@ def find_kernels(module: str, file: Path) -> list[KernelSource]:
 
 def source_closure(file: Path, source_root: Path) -> list[Path]:
     """The file and every module under `source_root` it imports, transitively (plus parent packages)."""
+    return import_closure([file], [source_root])
+
+
+def import_closure(files: list[Path], roots: list[Path]) -> list[Path]:
+    """The files and every module under one of `roots` they import, transitively (plus parent packages).
+
+    A file resolves its relative imports against the deepest root that holds it; a start file outside
+    every root (a test file) still has its absolute imports followed."""
     seen: set[Path] = set()
-    stack = [file]
+    stack = list(files)
     while stack:
         path = stack.pop()
         if path in seen or not path.is_file():
             continue
         seen.add(path)
-        stack += _parents(path, source_root)
+        root = max((r for r in roots if r in path.parents), key=lambda r: len(r.parts), default=None)
+        package: list[str] = []  # the package a relative import starts from (for __init__.py: itself)
+        if root is not None:
+            stack += _parents(path, root)
+            package = list(path.relative_to(root).with_suffix("").parts)[:-1]
         try:
             tree = ast.parse(path.read_text(), str(path))
         except SyntaxError:
             continue
-        parts = list(path.relative_to(source_root).with_suffix("").parts)
-        package = parts[:-1]  # the package a relative import starts from (for __init__.py: itself)
         for node in ast.walk(tree):
             for name in _imported(node, package):
-                stack += _module_files(name, source_root)
+                stack += [f for r in roots for f in module_files(name, r)]
     return sorted(seen)
 
 
@@ -88,7 +98,7 @@ def _imported(node: ast.AST, package: list[str]) -> list[str]:
     return []
 
 
-def _module_files(name: str, root: Path) -> list[Path]:
+def module_files(name: str, root: Path) -> list[Path]:
     path = root.joinpath(*name.split("."))
     return [p for p in (path.with_suffix(".py"), path / "__init__.py") if p.is_file()]
 

@@ -1,0 +1,158 @@
+"""The `furiosa-opt run|test|build|check|python|pytest` wrapper, end to end in subprocesses on a scaffolded
+copy of the base template with an empty output directory: the pre-step compiles exactly the kernels the
+command reaches, the child runs on the NPU backend and never compiles, and `check` writes nothing."""
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from example_kernels import KERNELS as EXAMPLES
+
+from furiosa_opt.cli import reach
+from furiosa_opt.cli.compile import targets
+from furiosa_opt.cli.new import create
+from furiosa_opt.cli.workspace import locate
+from furiosa_opt.cli.wrapper import asks_help, split
+
+TOOL = Path(sys.executable).with_name("furiosa-opt")
+KERNELS = sorted(f"{name}_kernel" for name in EXAMPLES)
+
+
+@pytest.fixture
+def package(tmp_path):
+    name = f"wr_{uuid.uuid4().hex[:8]}"
+    return create(name, tmp_path), name
+
+
+def wrap(root: Path, *args: str, out: str = "out", **env: str) -> tuple[int, str]:
+    environment = {**os.environ, "FURIOSA_OPT_OUT_DIR": str(root.parent / out), **env}
+    environment.pop("FURIOSA_OPT_BACKEND", None)  # the wrapper must set it itself
+    done = subprocess.run([str(TOOL), *args], cwd=root, env=environment, capture_output=True, text=True)
+    return done.returncode, done.stdout + done.stderr
+
+
+def edfs(root: Path, out: str = "out") -> list[str]:
+    return sorted(p.stem.rsplit(".", 1)[1] for p in (root.parent / out).rglob("*.edf"))
+
+
+def test_test_of_one_file_compiles_only_its_kernel_and_runs_it_on_the_simulator(package):
+    root, _ = package
+    code, text = wrap(root, "test", "-s", "-q", "-p", "no:cacheprovider", "tests/test_gemm.py")
+    assert code == 0 and "2 passed" in text, text
+    assert text.count("on the TCP simulator") == 1  # the child ran on the NPU backend
+    assert edfs(root) == ["gemm_kernel"]
+    code, text = wrap(
+        root, "test", "-q", "-p", "no:cacheprovider", "tests/test_gemm.py::test_a_different_fold_order_would_be_seen"
+    )
+    assert code == 0 and "1 passed" in text and "Fresh" in text and "Compiled" not in text, text
+
+
+def test_run_a_bin_compiles_only_its_kernel_and_honours_the_package_option(package):
+    root, name = package
+    code, text = wrap(root, "-p", name, "run", "gemm")
+    assert code == 0 and "262144/262144 equal the sequential-f32 oracle bit for bit" in text, text
+    assert edfs(root) == ["gemm_kernel"]
+    code, text = wrap(root, "python", "-m", f"{name}.gemv", out="other")
+    assert code == 0 and "256/256 equal" in text and edfs(root, "other") == ["gemv_kernel"], text
+
+
+def test_an_unknown_package_is_a_clear_error(package):
+    root, _ = package
+    code, text = wrap(root, "-p", "nope", "test")
+    assert code == 1 and "error[unknown-package]: package `nope` is not in the workspace" in text, text
+    assert not (root.parent / "out").exists()
+
+
+def test_a_test_run_without_targets_compiles_everything_and_a_help_query_nothing(package):
+    root, _ = package
+    code, text = wrap(root, "test", "--help")
+    assert code == 0 and "usage:" in text and not (root.parent / "out").exists()
+    code, text = wrap(root, "test", "--", "--help", out="dashed")  # `--help` after `--` is not a help query
+    assert edfs(root, "dashed") == KERNELS, text
+    code, text = wrap(root, "test", "-q", "-p", "no:cacheprovider")
+    assert code == 0 and "7 passed" in text and edfs(root) == KERNELS, text
+
+
+def test_the_child_never_compiles(package):
+    root, name = package
+    code, text = wrap(root, "test", "-q", "tests/test_gemm.py", FURIOSA_OPT_SKIP_PRESTEP="1")
+    assert code != 0
+    assert f"error[npu-not-compiled]: `{name}.kernel.gemm_kernel.gemm_kernel` has no up-to-date EDF" in text, text
+    assert edfs(root) == []
+
+
+def test_check_writes_nothing_and_a_broken_kernel_stops_every_command(package):
+    root, name = package
+    code, text = wrap(root, "check")
+    assert code == 0 and "5 kernel(s) checked, 0 failed" in text, text
+    assert not (root.parent / "out").exists()
+    kernel = root / "src" / name / "kernel" / "constant_add_kernel.py"
+    kernel.write_text(kernel.read_text().replace('.collect(m["1"], m["A % 8"])', '.collect(m["1"], m["A % 4"])'))
+    code, text = wrap(root, "check")
+    assert code == 1 and "error[collect-flit]" in text and "constant_add_kernel.py:18:10" in text, text
+    assert not (root.parent / "out").exists()
+    code, text = wrap(root, "run", "constant_add")
+    assert code == 1 and "error[collect-flit]" in text and "constant_add:" not in text, text
+    code, text = wrap(root, "build")
+    assert code == 1 and "4 compiled, 0 up to date, 1 failed" in text, text
+
+
+def test_reachability_follows_helpers_and_star_reexports_but_not_unimported_modules(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.furiosa-opt]\nkernel-package = true\n")
+    source = tmp_path / "src" / "pkg"
+    (source / "kernel").mkdir(parents=True)
+    (source / "apps").mkdir()
+    kernel = "from furiosa_opt import device\n\n\n@device\ndef {0}(ctx):\n    pass\n"
+    files = {
+        "__init__.py": "",
+        "kernel/__init__.py": "from .used_kernel import *\n",
+        "kernel/used_kernel.py": kernel.format("used"),
+        "kernel/unused_kernel.py": kernel.format("unused"),
+        "helper.py": "from . import kernel\n",
+        "program.py": "import pkg.helper as h\n\nh.kernel.used\n",
+        "other.py": "from pkg.kernel.unused_kernel import unused\n",
+        "apps/__init__.py": "",
+        "apps/tool.py": "from ..kernel.used_kernel import used\n",
+    }
+    for path, text in files.items():
+        (source / path).write_text(text)
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_program.py").write_text("from pkg.program import h\n")
+    packages = locate(tmp_path).default
+    found, problems = targets(packages)
+    assert problems == [] and len(found) == 2
+
+    def reached(files: list[Path]) -> list[str]:
+        return [t.source.identity for t in reach.needed(found, files, packages)]
+
+    assert reached(reach.tested_files(["tests/test_program.py::test_x"], tmp_path)) == ["pkg.kernel.used_kernel.used"]
+    assert reached(reach.tested_files(["tests"], tmp_path)) == ["pkg.kernel.used_kernel.used"]
+    assert reached(reach.python_files(["-m", "pkg.program"], packages, tmp_path)) == ["pkg.kernel.used_kernel.used"]
+    assert reached(reach.run_files("pkg.apps.tool", packages, tmp_path)) == ["pkg.kernel.used_kernel.used"]
+    assert reached(reach.run_files("pkg.other", packages, tmp_path)) == [
+        "pkg.kernel.unused_kernel.unused",
+        "pkg.kernel.used_kernel.used",  # importing a submodule runs its package's __init__ too
+    ]
+
+
+def test_the_command_line_is_split_before_argparse_and_help_stops_at_the_double_dash():
+    assert split(["-p", "a", "--package=b", "test", "-p", "x"]) == (["a", "b"], "test", ["-p", "x"])
+    assert split(["compile", "-p", "a"]) is None
+    assert asks_help(["-k", "x", "-h"]) and not asks_help(["--", "--help"])
+
+
+def test_ctrl_c_reaches_the_child_and_the_wrapper_exits_130(package):
+    root, _ = package
+    script = "import sys, time; print('ready', flush=True); time.sleep(30)"
+    environment = {**os.environ, "FURIOSA_OPT_OUT_DIR": str(root.parent / "out")}
+    wrapper = subprocess.Popen([str(TOOL), "python", "-c", script], cwd=root, env=environment, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    assert wrapper.stdout.readline() == "ready\n"
+    os.killpg(wrapper.pid, signal.SIGINT)  # what the terminal does on Ctrl-C: the whole foreground group
+    assert wrapper.wait(timeout=10) == 130
+    assert "KeyboardInterrupt" in wrapper.stderr.read()  # the child received it
