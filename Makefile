@@ -13,10 +13,21 @@ $(STAMP): pyproject.toml examples/base-template/pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	@for prog in constant_add elementwise_mul dot_product gemv gemm; do \
-		echo "== python -m base_template.$$prog"; \
-		$(BIN)/python -m base_template.$$prog || exit 1; \
-	done
+	@cd examples/base-template && export PATH="$(CURDIR)/$(BIN):$$PATH" && set -e; \
+	echo "== 1. CPU build: python -m base_template.gemm (host program, checked against its numpy oracle)"; \
+	python -m base_template.gemm; \
+	echo; echo "== 2. furiosa-opt compile: every kernel, Python -> vISA -> LIR -> EDF (cached per kernel)"; \
+	furiosa-opt compile; \
+	echo; echo "== 3. CPU oracle test: pytest tests/test_gemm.py"; \
+	python -m pytest -q -p no:cacheprovider tests/test_gemm.py; \
+	echo; echo "== 4. furiosa-opt compile gemm_kernel --dump-schedule (open it with: furiosa-opt view <file>)"; \
+	furiosa-opt compile gemm_kernel --dump-schedule ../../target/gemm.schedule.json --dump-summary ../../target/gemm-summary; \
+	head -5 ../../target/gemm-summary/summary.md; \
+	furiosa-opt schedule summary ../../target/gemm.schedule.json --top 3; \
+	echo; echo "== 5. NPU build: furiosa-opt run gemm (the EDF on the TCP simulator)"; \
+	furiosa-opt run gemm; \
+	echo; echo "Artifacts: EDFs in target/furiosa-opt/kernel/base_template, schedule in target/gemm.schedule.json,"; \
+	echo "summary in target/gemm-summary. The other host programs: python -m base_template.<name>."
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
@@ -30,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/compile.py
 	$(BIN)/python benchmarks/schedule.py
 	$(BIN)/python benchmarks/simulator.py
+	$(BIN)/python benchmarks/wrapper.py
 	$(BIN)/python benchmarks/viewer.py
 
 clean:
