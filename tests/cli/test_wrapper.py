@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from example_kernels import KERNELS as EXAMPLES
 
+from furiosa_opt.analysis.schedule import load_schedule
 from furiosa_opt.cli import reach
 from furiosa_opt.cli.compile import targets
 from furiosa_opt.cli.new import create
@@ -156,3 +157,22 @@ def test_ctrl_c_reaches_the_child_and_the_wrapper_exits_130(package):
     os.killpg(wrapper.pid, signal.SIGINT)  # what the terminal does on Ctrl-C: the whole foreground group
     assert wrapper.wait(timeout=10) == 130
     assert "KeyboardInterrupt" in wrapper.stderr.read()  # the child received it
+
+
+def test_doc_writes_a_catalogue_whose_figures_match_the_schedules(package):
+    root, name = package
+    code, text = wrap(root, "doc")
+    assert code == 0 and "catalogue of 5 kernel(s)" in text, text
+    folder = root.parent / "doc"
+    index = (folder / "index.md").read_text()
+    assert (
+        'def gemm_kernel(ctx: Context, a: HbmTensor[bf16, m["1"], m["I, K"]], b: HbmTensor[bf16, m["1"], m["J, K"]])'
+        in index
+    )
+    for kernel in EXAMPLES:
+        identity = f"{name}.kernel.{kernel}_kernel.{kernel}_kernel"
+        schedule = load_schedule(folder / f"{identity}.schedule.json")
+        section = index.split(f"## `{identity}`")[1].split("## ")[0]
+        assert f"makespan: {schedule.makespan} cycles static, {schedule.makespan} simulated" in section
+        assert f"schedule: [{identity}.schedule.json]" in section
+    assert edfs(root) == []  # the catalogue compiles in memory

@@ -1,8 +1,8 @@
 """Entry point of the `furiosa-opt` command (shared/DESIGN.md §2.4).
 
 `compile`, `cache`, `schedule`, `view`, `new` and `doctor` are subcommands; `run`, `test`, `build`,
-`check` and literal `python …` / `pytest …` lines go to the wrapper (`wrapper.py`), split by hand before
-argparse sees them; `bench` and `doc` are not in this version and say so plainly.
+`check`, `doc` and literal `python …` / `pytest …` lines go to the wrapper (`wrapper.py`), split by hand before
+argparse sees them; `bench` is not in this version and says so plainly.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from furiosa_opt.cli.view import run_view
 from furiosa_opt.cli.wrapper import WRAPPER_HELP, run_wrapper, split
 from furiosa_opt.env import EnvError
 
-COMMANDS = ("bench", "doc")
+COMMANDS = ("bench",)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -15,16 +15,18 @@ from pathlib import Path
 
 from furiosa_opt import env
 from furiosa_opt.cli import reach
+from furiosa_opt.cli.catalogue import write_catalogue
 from furiosa_opt.cli.compile import NO_DUMPS, Reporter, Target, build_all, compile_target, targets
 from furiosa_opt.cli.workspace import Package, WorkspaceError, locate, select
 from furiosa_opt.compiler import cache
 
-WRAPPED = ("run", "test", "build", "check", "python", "pytest")
+WRAPPED = ("run", "test", "build", "check", "doc", "python", "pytest")
 WRAPPER_HELP = """NPU builds of a command: furiosa-opt [-p|--package PKG]... <command> [args]
   run NAME|MODULE|FILE [args]  run a host program (NAME from [tool.furiosa-opt.bins]) on the NPU backend
   test [pytest args]           run the package's tests on the NPU backend
   build                        compile every kernel of the selected packages and say where the artifacts are
   check                        compile and verify every kernel, writing nothing and running nothing
+  doc                          write a kernel catalogue (signatures, makespans, schedules)
   python … / pytest …          run the line on the NPU backend
 Before running, the kernels the command imports are compiled (all of them when it names no file)."""
 
@@ -55,7 +57,7 @@ def asks_help(args: list[str]) -> bool:
 
 def run_wrapper(names: list[str], command: str, args: list[str]) -> int:
     report = Reporter(json_format=False)
-    if command in ("build", "check") and asks_help(args):
+    if command in ("build", "check", "doc") and asks_help(args):
         print(WRAPPER_HELP)
         return 0
     if command == "run" and not args:
@@ -70,6 +72,9 @@ def run_wrapper(names: list[str], command: str, args: list[str]) -> int:
     out = cache.out_dir(workspace.root)
     if command == "check":
         return _check(packages, report)
+    if command == "doc":
+        found, problems = _kernels(packages, report)
+        return 1 if problems else write_catalogue(found, out.parent / "doc", report)
     if not asks_help(args) and not env.skip_prestep():
         failed = _prestep(packages, _files(command, args, packages), out, report)
         if failed or command == "build":
