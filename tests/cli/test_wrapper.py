@@ -176,3 +176,11 @@ def test_doc_writes_a_catalogue_whose_figures_match_the_schedules(package):
         assert f"makespan: {schedule.makespan} cycles static, {schedule.makespan} simulated" in section
         assert f"schedule: [{identity}.schedule.json]" in section
     assert edfs(root) == []  # the catalogue compiles in memory
+
+
+def test_bench_runs_the_bench_scripts_on_the_simulator(package):
+    root, _ = package
+    code, text = wrap(root, "bench", "2")
+    assert code == 0 and "on the npu backend: best of 2" in text, text
+    assert text.count("on the TCP simulator") == 1
+    assert edfs(root) == ["gemm_kernel"]  # the bench script imports only gemm

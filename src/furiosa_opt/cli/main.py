@@ -1,8 +1,8 @@
 """Entry point of the `furiosa-opt` command (shared/DESIGN.md §2.4).
 
-`compile`, `cache`, `schedule`, `view`, `new` and `doctor` are subcommands; `run`, `test`, `build`,
-`check`, `doc` and literal `python …` / `pytest …` lines go to the wrapper (`wrapper.py`), split by hand before
-argparse sees them; `bench` is not in this version and says so plainly.
+`compile`, `cache`, `schedule`, `view`, `new` and `doctor` are subcommands; `run`, `test`, `bench`,
+`build`, `check`, `doc` and literal `python …` / `pytest …` lines go to the wrapper (`wrapper.py`), split
+by hand before argparse sees them.
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ from furiosa_opt.cli.view import add_arguments as add_view_arguments
 from furiosa_opt.cli.view import run_view
 from furiosa_opt.cli.wrapper import WRAPPER_HELP, run_wrapper, split
 from furiosa_opt.env import EnvError
-
-COMMANDS = ("bench",)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -64,9 +62,6 @@ RUNNERS = {"compile": run_compile, "cache": run_cache, "schedule": run_schedule,
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if args and args[0] in COMMANDS:
-        print(f"furiosa-opt {args[0]}: not available in this version yet; `furiosa-opt compile` is.", file=sys.stderr)
-        return 2
     wrapped = split(args)
     options = _parser().parse_args(args) if wrapped is None else None
     if options is not None and options.command not in RUNNERS:

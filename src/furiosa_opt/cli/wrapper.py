@@ -20,10 +20,11 @@ from furiosa_opt.cli.compile import NO_DUMPS, Reporter, Target, build_all, compi
 from furiosa_opt.cli.workspace import Package, WorkspaceError, locate, select
 from furiosa_opt.compiler import cache
 
-WRAPPED = ("run", "test", "build", "check", "doc", "python", "pytest")
+WRAPPED = ("run", "test", "bench", "build", "check", "doc", "python", "pytest")
 WRAPPER_HELP = """NPU builds of a command: furiosa-opt [-p|--package PKG]... <command> [args]
   run NAME|MODULE|FILE [args]  run a host program (NAME from [tool.furiosa-opt.bins]) on the NPU backend
   test [pytest args]           run the package's tests on the NPU backend
+  bench [args]                 run the package's benches/*.py scripts (else pytest --benchmark-only [args])
   build                        compile every kernel of the selected packages and say where the artifacts are
   check                        compile and verify every kernel, writing nothing and running nothing
   doc                          write a kernel catalogue (signatures, makespans, schedules)
@@ -79,7 +80,14 @@ def run_wrapper(names: list[str], command: str, args: list[str]) -> int:
         failed = _prestep(packages, _files(command, args, packages), out, report)
         if failed or command == "build":
             return failed
-    return _child(_argv(command, args, packages), env.child_environment(out, [p.source for p in packages]))
+    environment = env.child_environment(out, [p.source for p in packages])
+    if command == "bench" and _benches(packages):
+        for script in _benches(packages):  # each script in turn; the first failure stops the rest
+            code = _child([sys.executable, str(script), *args], environment)
+            if code:
+                return code
+        return 0
+    return _child(_argv(command, args, packages), environment)
 
 
 def _files(command: str, args: list[str], packages: list[Package]) -> list[Path]:
@@ -89,6 +97,8 @@ def _files(command: str, args: list[str], packages: list[Package]) -> list[Path]
         return reach.run_files(args[0], packages, cwd)
     if command in ("test", "pytest"):
         return reach.tested_files(args, cwd)
+    if command == "bench":
+        return _benches(packages)
     if command == "python":
         return reach.python_files(args, packages, cwd)
     return []
@@ -123,6 +133,11 @@ def _check(packages: list[Package], report: Reporter) -> int:
     return 1 if failed else 0
 
 
+def _benches(packages: list[Package]) -> list[Path]:
+    """The selected packages' benchmark scripts (`benches/*.py`), in a stable order."""
+    return sorted(path for p in packages for path in (p.root / "benches").glob("*.py"))
+
+
 def _argv(command: str, args: list[str], packages: list[Package]) -> list[str]:
     if command == "run":
         program, rest, named = args[0], args[1:], reach.bins(packages)
@@ -133,6 +148,8 @@ def _argv(command: str, args: list[str], packages: list[Package]) -> list[str]:
         return [sys.executable, "-m", program, *rest]
     if command in ("test", "pytest"):
         return [sys.executable, "-m", "pytest", *args]
+    if command == "bench":  # no benches/ scripts: the package's pytest-benchmark tests
+        return [sys.executable, "-m", "pytest", "--benchmark-only", *args]
     return [sys.executable, *args]
 
 
