@@ -184,3 +184,16 @@ def test_bench_runs_the_bench_scripts_on_the_simulator(package):
     assert code == 0 and "on the npu backend: best of 2" in text, text
     assert text.count("on the TCP simulator") == 1
     assert edfs(root) == ["gemm_kernel"]  # the bench script imports only gemm
+
+
+def test_package_options_select_members_of_a_workspace(tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "pyproject.toml").write_text('[tool.furiosa-opt-workspace]\nmembers = ["*"]\n')
+    first, second = (create(f"{stem}_{uuid.uuid4().hex[:6]}", workspace).name for stem in ("wa", "wb"))
+    code, text = wrap(workspace, "-p", first, "build")
+    assert code == 0, text
+    built = sorted(p.parent.name for p in (tmp_path / "out").rglob("*.edf"))
+    assert built == [first] * 5
+    code, text = wrap(workspace, "--package", second, "--package", first, "build")
+    assert code == 0 and "5 compiled, 5 up to date" in text, text
