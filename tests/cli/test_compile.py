@@ -197,3 +197,18 @@ def test_python_loops_over_constants_unroll(tmp_path, monkeypatch, capsys):
     text = dump.read_text()
     assert text.count(" = tile ") == 8 and text.count("to_hbm_view ") == 4
     assert "start=3 index=[B] length=1" in text
+
+
+def test_a_parallel_build_reports_in_order_and_writes_what_serial_builds_write(tmp_path, monkeypatch, capsys):
+    """Five stale kernels compile in worker processes; one kernel at a time compiles in-process."""
+    monkeypatch.chdir(ROOT / "examples" / "base-template")
+    code, _, err = run(["compile"], capsys)
+    assert code == 0
+    compiled = [line.split()[1] for line in err.splitlines() if line.split()[:1] == ["Compiled"]]
+    assert compiled == sorted(f"base_template.kernel.{k}.{k}" for k in KERNELS)
+    parallel = {p.name: p.read_bytes() for p in (tmp_path / "out").rglob("*.edf")}
+    monkeypatch.setenv("FURIOSA_OPT_OUT_DIR", str(tmp_path / "serial"))
+    for name in KERNELS:
+        assert run(["compile", name], capsys)[0] == 0
+    assert {p.name: p.read_bytes() for p in (tmp_path / "serial").rglob("*.edf")} == parallel
+    assert len(parallel) == 5

@@ -7,9 +7,12 @@ fresh without importing anything; only kernels whose fast key changed are import
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,8 +112,16 @@ def run_compile(options: argparse.Namespace) -> int:
 
 
 def build_all(selected: list[Target], out: Path, options: argparse.Namespace, report: Reporter) -> int:
-    """Bring every selected kernel's artifact up to date in `out`; 1 if any failed (shared with the wrapper)."""
-    outcomes = [_build(target, out, options, report) for target in selected]
+    """Bring every selected kernel's artifact up to date in `out`; 1 if any failed (shared with the wrapper).
+
+    Kernels whose artifact is stale compile in parallel worker processes (when there are several); each
+    worker's report is replayed in selection order, so the output reads the same as a serial build."""
+    stale = [t for t in selected if not _fresh(t, out, options)]
+    workers = min(len(stale), os.cpu_count() or 1)
+    with ProcessPoolExecutor(workers) if workers > 1 else contextlib.nullcontext() as pool:
+        pending = {id(t): pool.submit(_build_captured, t, out, options, report) for t in stale} if pool else {}
+        outcomes = [_replay(pending[id(t)].result()) if id(t) in pending else _build(t, out, options, report)
+                    for t in selected]  # fmt: skip
     failed, compiled, fresh = (outcomes.count(o) for o in ("failed", "compiled", "fresh"))
     text = f"{compiled} compiled, {fresh} up to date, {failed} failed (artifacts in {out})"
     if compiled == 0 and failed == 0:
@@ -119,13 +130,45 @@ def build_all(selected: list[Target], out: Path, options: argparse.Namespace, re
     return 1 if failed else 0
 
 
+def _build_captured(target: Target, out: Path, options: argparse.Namespace, report: Reporter) -> tuple[str, str, str]:
+    """`_build` in a worker process: its outcome and what it printed on stdout and stderr."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        outcome = _build(target, out, options, report)
+    return outcome, stdout.getvalue(), stderr.getvalue()
+
+
+def _replay(captured: tuple[str, str, str]) -> str:
+    outcome, stdout, stderr = captured
+    sys.stdout.write(stdout)
+    sys.stderr.write(stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return outcome
+
+
+def _fresh(target: Target, out: Path, options: argparse.Namespace) -> bool:
+    """Whether the kernel's artifact is up to date by its fast key (nothing to import or compile)."""
+    return _up_to_date(*_cached(target, out), options)
+
+
+def _cached(target: Target, out: Path) -> tuple[cache.FastKey, dict | None, bool]:
+    """(fast key, stored record, whether the stored artifact is intact and matches its record)."""
+    edf_path, record_path = cache.paths(out, target.source.identity)
+    record = cache.read_record(record_path)
+    key = cache.fast_key(target.source, target.package.root, target.package.source)
+    return key, record, record is not None and cache.artifact_state(edf_path, record) is None
+
+
+def _up_to_date(key: cache.FastKey, record: dict | None, usable: bool, options: argparse.Namespace) -> bool:
+    return usable and record.get("fast_digest") == key.digest() and not _dumps(options)
+
+
 def _build(target: Target, out: Path, options: argparse.Namespace, report: Reporter) -> str:
     identity = target.source.identity
     edf_path, record_path = cache.paths(out, identity)
-    key = cache.fast_key(target.source, target.package.root, target.package.source)
-    record = cache.read_record(record_path)
-    usable = record is not None and cache.artifact_state(edf_path, record) is None
-    if usable and record.get("fast_digest") == key.digest() and not _dumps(options):
+    key, record, usable = _cached(target, out)
+    if _up_to_date(key, record, usable, options):
         report.status("Fresh", identity, kernel=identity, success=True, cached=True)
         return "fresh"
     built = compile_target(target, report)
