@@ -8,11 +8,14 @@ integers wrap.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from furiosa_opt import dtypes
+from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping.factors import Factors
 from furiosa_opt.mapping.relayout import relayout_index
 
@@ -74,3 +77,11 @@ def fold(
     result = np.zeros((*lhs.shape[:-1], out_size), dtype=acc)
     result[..., plan.out_live] = total
     return result
+
+
+def widener(acc: DType, operand: DType) -> Callable[[np.ndarray], np.ndarray]:
+    """How both operands widen to the accumulator: integers to i32, floats (bf16, f8) to f32 with the
+    hardware rules."""
+    if acc == dtypes.i32:
+        return dtypes.widen_int
+    return lambda values: dtypes.to_f32(values, operand)

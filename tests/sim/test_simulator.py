@@ -170,7 +170,7 @@ def test_simulated_time_equals_the_static_makespan(name):
     timing = simulate(edf)
     assert timing.makespan == result.plan.makespan
     assert compare(edf, timing).startswith("equal")
-    trace = trace_json(edf, timing)
+    trace = trace_json(timing)
     assert trace["simulated"] is True and trace["makespan"] == timing.makespan
     parsed = parse_schedule(trace, f"{name} simulated")
     assert parsed.makespan == timing.makespan

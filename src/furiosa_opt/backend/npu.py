@@ -54,12 +54,11 @@ def load(kernel) -> Edf:
     source = next((k for k in cache.find_kernels(kernel.fn.__module__, file) if k.identity == identity), None)
     if source is None:
         raise VerifyError("npu-not-compiled", f"`{identity}` is not a module-level @device function; {build}")
-    edf_path, record_path = cache.paths(cache.out_dir(workspace.root), identity)
-    changes = cache.explain(
-        cache.fast_key(source, package.root, package.source), cache.read_record(record_path), edf_path
-    )
+    out = cache.out_dir(workspace.root)
+    changes = cache.changes(source, package.root, package.source, out)
     if changes:
         raise VerifyError("npu-not-compiled", f"`{identity}` has no up-to-date EDF ({changes[0]}); {build}")
+    edf_path = cache.paths(out, identity)[0]
     try:
         edf = read_edf_file(edf_path)
     except EdfError as error:

@@ -5,25 +5,18 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-from pathlib import Path
 
-from furiosa_opt.cli.compile import Reporter, filtered, targets
-from furiosa_opt.cli.workspace import WorkspaceError, locate, select
+from furiosa_opt.cli.compile import Reporter, filtered, reported_targets, selection
 from furiosa_opt.compiler import cache
 
 
 def run_cache(options: argparse.Namespace) -> int:
     report = Reporter(False)
-    try:
-        workspace = locate(Path.cwd())
-        packages = select(workspace, options.package)
-    except WorkspaceError as error:
-        report.diagnostic(error.diagnostic)
+    selected = selection(options.package, report)
+    if selected is None:
         return 1
-    out = cache.out_dir(workspace.root)
-    found, problems = targets(packages)
-    for problem in problems:
-        report.diagnostic(problem)
+    out, packages = selected
+    found, _ = reported_targets(packages, report)
     chosen = filtered(found, options.filters, report)
     problems = 0
     for target in chosen:

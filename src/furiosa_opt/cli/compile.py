@@ -67,6 +67,25 @@ def targets(packages: list[Package]) -> tuple[list[Target], list[Diagnostic]]:
     return sorted(found, key=lambda t: t.source.identity), problems
 
 
+def reported_targets(packages: list[Package], report: Reporter) -> tuple[list[Target], int]:
+    """The packages' kernels read from source, and how many modules could not be read (reported)."""
+    found, problems = targets(packages)
+    for problem in problems:
+        report.diagnostic(problem)
+    return found, len(problems)
+
+
+def selection(names: list[str], report: Reporter) -> tuple[Path, list[Package]] | None:
+    """The artifact directory and the packages `-p NAME` selects in the workspace around the current
+    directory; None (reported) when there is none."""
+    try:
+        workspace = locate(Path.cwd())
+        return cache.out_dir(workspace.root), select(workspace, names)
+    except WorkspaceError as error:
+        report.diagnostic(error.diagnostic)
+        return None
+
+
 def filtered(found: list[Target], filters: list[str], report: Reporter) -> list[Target]:
     if not filters:
         return found
@@ -89,15 +108,11 @@ def run_compile(options: argparse.Namespace) -> int:
     report = Reporter(options.message_format == "json")
     if options.visa is not None:
         return _compile_visa(options, report)
-    try:
-        workspace = locate(Path.cwd())
-        packages = select(workspace, options.package)
-    except WorkspaceError as error:
-        report.diagnostic(error.diagnostic)
+    selected_packages = selection(options.package, report)
+    if selected_packages is None:
         return 1
-    found, problems = targets(packages)
-    for problem in problems:
-        report.diagnostic(problem)
+    out, packages = selected_packages
+    found, problems = reported_targets(packages, report)
     if problems:
         return 1
     selected = filtered(found, options.filters, report)
@@ -108,7 +123,7 @@ def run_compile(options: argparse.Namespace) -> int:
         names = "\n".join(f"    {t.source.identity}" for t in selected)
         report.status("Error", f"dump flags need exactly one kernel, {len(selected)} match:\n{names}")
         return 1
-    return build_all(selected, cache.out_dir(workspace.root), options, report)
+    return build_all(selected, out, options, report)
 
 
 def build_all(selected: list[Target], out: Path, options: argparse.Namespace, report: Reporter) -> int:

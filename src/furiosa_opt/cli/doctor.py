@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 
 from furiosa_opt import __version__, env
-from furiosa_opt.cli.compile import Target, targets
+from furiosa_opt.cli.compile import targets
 from furiosa_opt.cli.workspace import WorkspaceError, locate, select
 from furiosa_opt.compiler import cache
 
@@ -89,15 +89,8 @@ def _workspace(report: Report, names: list[str]) -> None:
     found, problems = targets(packages)
     for problem in problems:
         report.line("problem", "source", problem.message)
-    fresh = sum(not _changes(out, t) for t in found)
+    fresh = sum(not cache.changes(t.source, t.package.root, t.package.source, out) for t in found)
     report.line("ok", "kernels", f"{len(found)} found, {fresh} compiled and up to date, {len(found) - fresh} not")
-
-
-def _changes(out: Path, target: Target) -> list[str]:
-    """Why the kernel's artifact is missing or stale (empty: up to date), as `cache explain` says."""
-    edf_path, record_path = cache.paths(out, target.source.identity)
-    key = cache.fast_key(target.source, target.package.root, target.package.source)
-    return cache.explain(key, cache.read_record(record_path), edf_path)
 
 
 def _writable(folder: Path) -> bool:

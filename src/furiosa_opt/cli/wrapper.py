@@ -16,9 +16,8 @@ from pathlib import Path
 from furiosa_opt import env
 from furiosa_opt.cli import reach
 from furiosa_opt.cli.catalogue import write_catalogue
-from furiosa_opt.cli.compile import NO_DUMPS, Reporter, Target, build_all, compile_target, targets
-from furiosa_opt.cli.workspace import Package, WorkspaceError, locate, select
-from furiosa_opt.compiler import cache
+from furiosa_opt.cli.compile import NO_DUMPS, Reporter, build_all, compile_target, reported_targets, selection
+from furiosa_opt.cli.workspace import Package
 
 WRAPPED = ("run", "test", "bench", "build", "check", "doc", "python", "pytest")
 WRAPPER_HELP = """NPU builds of a command: furiosa-opt [-p|--package PKG]... <command> [args]
@@ -64,17 +63,14 @@ def run_wrapper(names: list[str], command: str, args: list[str]) -> int:
     if command == "run" and not args:
         print(f"error: `furiosa-opt run` needs NAME|MODULE|FILE\n\n{WRAPPER_HELP}", file=sys.stderr)
         return 2
-    try:
-        workspace = locate(Path.cwd())
-        packages = select(workspace, names)
-    except WorkspaceError as error:
-        report.diagnostic(error.diagnostic)
+    selected = selection(names, report)
+    if selected is None:
         return 1
-    out = cache.out_dir(workspace.root)
+    out, packages = selected
     if command == "check":
         return _check(packages, report)
     if command == "doc":
-        found, problems = _kernels(packages, report)
+        found, problems = reported_targets(packages, report)
         return 1 if problems else write_catalogue(found, out.parent / "doc", report)
     if not asks_help(args) and not env.skip_prestep():
         failed = _prestep(packages, _files(command, args, packages), out, report)
@@ -104,16 +100,8 @@ def _files(command: str, args: list[str], packages: list[Package]) -> list[Path]
     return []
 
 
-def _kernels(packages: list[Package], report: Reporter) -> tuple[list[Target], int]:
-    """The packages' kernels read from source, and how many modules could not be read (reported)."""
-    found, problems = targets(packages)
-    for problem in problems:
-        report.diagnostic(problem)
-    return found, len(problems)
-
-
 def _prestep(packages: list[Package], files: list[Path], out: Path, report: Reporter) -> int:
-    found, problems = _kernels(packages, report)
+    found, problems = reported_targets(packages, report)
     if problems:
         return 1
     selected = reach.needed(found, files, packages) if files else found
@@ -123,7 +111,7 @@ def _prestep(packages: list[Package], files: list[Path], out: Path, report: Repo
 def _check(packages: list[Package], report: Reporter) -> int:
     """Every stage of every kernel, with no artifact written (nor bytecode beside the user's sources)."""
     sys.dont_write_bytecode = True
-    found, failed = _kernels(packages, report)
+    found, failed = reported_targets(packages, report)
     for target in found:
         if compile_target(target, report) is None:
             failed += 1

@@ -188,6 +188,12 @@ def explain(key: FastKey, record: dict | None, edf_path: Path) -> list[str]:
     return causes
 
 
+def changes(kernel: KernelSource, package_root: Path, source_root: Path, out: Path) -> list[str]:
+    """Why the kernel's artifact in `out` is missing or stale (empty: up to date), as `cache explain` says."""
+    edf_path, record_path = paths(out, kernel.identity)
+    return explain(fast_key(kernel, package_root, source_root), read_record(record_path), edf_path)
+
+
 def record_for(key: FastKey, artifact: str, edf: bytes, visa_text: str) -> bytes:
     record = {"fast_key": key.__dict__, "fast_digest": key.digest(), "artifact_key": artifact,
               "edf_sha256": digest(edf), "visa_sha256": digest(visa_text.encode())}  # fmt: skip

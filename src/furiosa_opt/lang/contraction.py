@@ -14,6 +14,7 @@ from furiosa_opt import dtypes
 from furiosa_opt.backend import active
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
+from furiosa_opt.fold import widener
 from furiosa_opt.lang.stream import Stream
 from furiosa_opt.lang.tensors import TrfTensor
 from furiosa_opt.mapping import Mapping
@@ -110,13 +111,10 @@ def contract_outer(stream: Stream, trf: TrfTensor, time: Mapping, packet: Mappin
 
 
 def _widener(acc: DType, *operands: DType):
-    """Widening of both operands to the accumulator (bf16/f8 with the hardware rules)."""
-    if acc == dtypes.i32:
-        return dtypes.widen_int
+    """Widening of both operands to the accumulator; float operands must share one type."""
     sources = set(operands)
-    if len(sources) != 1:
+    if acc != dtypes.i32 and len(sources) != 1:
         raise VerifyError(
             "contraction-operands", f"float operands must share one type, got {sorted(map(str, sources))}"
         )
-    (source,) = sources
-    return lambda values: dtypes.to_f32(values, source)
+    return widener(acc, operands[0])

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         timing = simulate(edf)
         print(f"{edf.identity}: {timing.makespan} simulated cycles ({compare(edf, timing)})", file=sys.stderr)
         if options.trace is not None:
-            write_atomic(options.trace, json.dumps(trace_json(edf, timing), indent=1, sort_keys=True).encode())
+            write_atomic(options.trace, json.dumps(trace_json(timing), indent=1, sort_keys=True).encode())
     except (EdfError, SimulatorError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -67,7 +67,7 @@ def run(edf: Edf, arguments: list[bytes]) -> list[bytes]:
 
 def _dma(memories: Memories, command: dict, buffers: dict[str, dict]) -> None:
     source, target = buffers[command["inputs"][0]], buffers[command["outputs"][0]]
-    unit = dtype_by_name(source["dtype"]).bits // 8
+    unit = dtype_by_name(source["dtype"]).nbytes(1)
     config = command["dma"]
     loops = [Loop(**loop) for loop in config["loops"]]
     src, dst = walk_dma(config["src_base"], config["dst_base"], config["packet"], loops, unit)

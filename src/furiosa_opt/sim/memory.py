@@ -24,6 +24,12 @@ def _bytes(addresses: np.ndarray, unit: int) -> np.ndarray:
     return (addresses[:, None] + np.arange(unit, dtype=np.int64)).ravel()
 
 
+def _outside(values: np.ndarray, size: int) -> int | None:
+    """The first of `values` outside [0, size), if any."""
+    bad = np.flatnonzero((values < 0) | (values >= size))
+    return int(values[bad[0]]) if len(bad) else None
+
+
 class Memories:
     def __init__(self, buffers: tuple[dict, ...]):
         def extent(memory: str) -> int:
@@ -50,9 +56,8 @@ class Memories:
 
     def _dram(self, addresses: np.ndarray, unit: int) -> np.ndarray:
         flat = _bytes(addresses, unit)
-        if len(flat) and (flat.min() < 0 or flat.max() >= len(self.dram)):
-            raise Fault(f"DRAM address {int(flat.max() if flat.max() >= 0 else flat.min()):#x} is outside the kernel's "
-                        f"{len(self.dram)} placed bytes")  # fmt: skip
+        if (bad := _outside(flat, len(self.dram))) is not None:
+            raise Fault(f"DRAM address {bad:#x} is outside the kernel's {len(self.dram)} placed bytes")
         return flat
 
     def _dm(self, addresses: np.ndarray, unit: int) -> tuple[np.ndarray, np.ndarray]:
@@ -76,7 +81,7 @@ class Memories:
 
     def _check_file(self, memory: str, offsets: np.ndarray, slices: np.ndarray | None = None) -> None:
         size = self.files[memory].shape[1]
-        if len(offsets) and (offsets.min() < 0 or offsets.max() >= size):
-            raise Fault(f"{memory.upper()} offset {int(offsets.max())} is outside the {size} bytes placed per slice")
-        if slices is not None and len(slices) and (slices.min() < 0 or slices.max() >= SLICES):
-            raise Fault(f"DM slice {int(slices.max())} does not exist (a chip has {SLICES})")
+        if (bad := _outside(offsets, size)) is not None:
+            raise Fault(f"{memory.upper()} offset {bad} is outside the {size} bytes placed per slice")
+        if slices is not None and (bad := _outside(slices, SLICES)) is not None:
+            raise Fault(f"DM slice {bad} does not exist (a chip has {SLICES})")

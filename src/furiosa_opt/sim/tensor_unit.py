@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 
 from furiosa_opt import dtypes
 from furiosa_opt.compiler.lir import DM_BASE, Sequencer, walk_sequencer
 from furiosa_opt.dtypes import DType, dtype_by_name
-from furiosa_opt.fold import contraction_plan, fold
+from furiosa_opt.fold import contraction_plan, fold, widener
 from furiosa_opt.mapping import Mapping
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.mapping.evaluate import evaluate
@@ -55,7 +56,11 @@ class Operand:
 
     values: np.ndarray
     dtype: DType
-    layout: Mapping
+    levels: tuple[Mapping, ...]  # the buffer's levels inside the slice (TRF: lane, element; VRF: element)
+
+    @property
+    def layout(self) -> Mapping:
+        return pair(*self.levels)
 
 
 class TensorUnit:
@@ -112,7 +117,7 @@ class TensorUnit:
         """A register-file store: the stream relaid into the file's layout at the buffer's address."""
         buffer = self.buffers[command["outputs"][0]]
         values = _relayout(stream.values, stream.layout, target, broadcast=False)
-        offsets = buffer["address"] + np.arange(target.size, dtype=np.int64) * _unit(stream.dtype)
+        offsets = buffer["address"] + np.arange(target.size, dtype=np.int64) * stream.dtype.nbytes(1)
         self._save(buffer["memory"], offsets, values, stream.dtype)
 
     def operand(self, command: dict, memory: str) -> Operand:
@@ -122,17 +127,17 @@ class TensorUnit:
             raise Fault(f"the command reads no {memory.upper()} tensor, but an engine needs one")
         buffer = self.buffers[name]
         dtype = dtype_by_name(buffer["dtype"])
-        layout = pair(*(self.mapping(level) for level in buffer["levels"][3:]))
-        offsets = buffer["address"] + np.arange(layout.size, dtype=np.int64) * _unit(dtype)
-        return Operand(self._load(memory, offsets, dtype), dtype, layout)
+        levels = tuple(self.mapping(level) for level in buffer["levels"][3:])
+        offsets = buffer["address"] + np.arange(pair(*levels).size, dtype=np.int64) * dtype.nbytes(1)
+        return Operand(self._load(memory, offsets, dtype), dtype, levels)
 
     def _load(self, memory: str, offsets: np.ndarray, dtype: DType) -> np.ndarray:
-        raw = self.memories.gather(memory, offsets, _unit(dtype))
+        raw = self.memories.gather(memory, offsets, dtype.nbytes(1))
         return np.ascontiguousarray(raw).view(dtype.storage)
 
     def _save(self, memory: str, offsets: np.ndarray, values: np.ndarray, dtype: DType) -> None:
         raw = np.ascontiguousarray(values.astype(dtype.storage, copy=False)).view(np.uint8)
-        self.memories.scatter(memory, offsets, _unit(dtype), raw)
+        self.memories.scatter(memory, offsets, dtype.nbytes(1), raw)
 
     # ---- the Contraction Engine ----
 
@@ -151,12 +156,12 @@ class TensorUnit:
             pending["time2"] = self.mapping(config["time"])
             return stream
         lhs, trf = pending["lhs"], pending["trf"]
-        lane = self.mapping(self.buffers[_trf_name(command, self.buffers)]["levels"][3])
+        lane = trf.levels[0]
         reduced = pair(lane, pending["time2"], pending["packet2"])
         pre_reduce = pair(lane, pending["time"], pending["packet"])
         plan = contraction_plan(lhs.layout.factors, trf.layout.factors, pre_reduce.factors, reduced.factors)
         acc = accumulator(lhs.dtype, trf.dtype)
-        widen = _widener(acc, lhs.dtype)
+        widen = widener(acc, lhs.dtype)
         values = fold(_with_zero(widen(lhs.values)), plan.lhs, _with_zero(widen(trf.values)), plan.rhs, plan,
                       size(reduced.factors), acc.storage)  # fmt: skip
         time, packet = self.mapping(config["time"]), self.mapping(config["packet"])
@@ -166,7 +171,8 @@ class TensorUnit:
 # ---- the other stages: (unit, stream, config, command) -> stream ----
 
 
-def _relaid(unit: TensorUnit, stream: Stream, config: dict, drop: bool = False) -> Stream:
+def _relaid(unit: TensorUnit, stream: Stream, config: dict, command: dict | None = None, drop: bool = False) -> Stream:
+    """The stream relaid out over the config's time (if it names one) and packet."""
     time = unit.mapping(config["time"]) if "time" in config else stream.time
     packet = unit.mapping(config["packet"])
     values = _relayout(stream.values, stream.layout, pair(time, packet), broadcast=False, drop=drop)
@@ -219,9 +225,9 @@ def _unchanged(unit: TensorUnit, stream: Stream, config: dict, command: dict) ->
 
 _STAGES: dict[str, Callable] = {
     "fetch_cast": _cast,
-    "collect": lambda unit, stream, config, command: _relaid(unit, stream, config),
+    "collect": _relaid,
     "cast": _cast,
-    "commit_trim": lambda unit, stream, config, command: _relaid(unit, stream, config, drop=True),
+    "commit_trim": partial(_relaid, drop=True),
     "commit_cast": _commit_cast(relu=False),
     "commit_cast_relu": _commit_cast(relu=True),
     "vector_init": _unchanged,  # tags steer no arithmetic the simulator runs
@@ -234,10 +240,10 @@ _STAGES: dict[str, Callable] = {
     "vector_fp_unary": _elementwise(lambda v, c: arithmetic.fp_unary(parse_op(c["op"]), v)),
     "vector_fxp_to_fp": _elementwise(lambda v, c: dtypes.fxp_to_fp(v, int(c["int_width"])), dtypes.f32),
     "vector_fp_to_fxp": _elementwise(lambda v, c: dtypes.fp_to_fxp(v, int(c["int_width"])), dtypes.i32),
-    "vector_narrow_split": lambda unit, stream, config, command: _relaid(unit, stream, config),
-    "vector_narrow_trim": lambda unit, stream, config, command: _relaid(unit, stream, config),
-    "vector_widen_concat": lambda unit, stream, config, command: _relaid(unit, stream, config),
-    "vector_widen_pad": lambda unit, stream, config, command: _relaid(unit, stream, config),
+    "vector_narrow_split": _relaid,
+    "vector_narrow_trim": _relaid,
+    "vector_widen_concat": _relaid,
+    "vector_widen_pad": _relaid,
 }
 
 
@@ -251,17 +257,3 @@ def _relayout(values: np.ndarray, src: Mapping, dst: Mapping, broadcast: bool, d
 def _with_zero(values: np.ndarray) -> np.ndarray:
     """The operand with a trailing zero column: what the plan's padding positions (-1) read."""
     return np.concatenate([values, np.zeros((values.shape[0], 1), dtype=values.dtype)], axis=1)
-
-
-def _widener(acc: DType, source: DType) -> Callable:
-    if acc == dtypes.i32:
-        return dtypes.widen_int
-    return lambda values: dtypes.to_f32(values, source)
-
-
-def _trf_name(command: dict, buffers: dict[str, dict]) -> str:
-    return next(b for b in command["inputs"] if buffers[b]["memory"] == "trf")
-
-
-def _unit(dtype: DType) -> int:
-    return dtype.bits // 8

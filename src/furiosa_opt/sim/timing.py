@@ -21,6 +21,7 @@ from furiosa_opt.compiler.schedule import Schedule, Slot, schedule_json
 
 @dataclass(frozen=True)
 class Timing:
+    lir: Lir  # the EDF's commands as the cost model reads them
     costed: dict[int, Costed]  # command index → its cost and resources
     start: dict[int, int]
     end: dict[int, int]
@@ -48,7 +49,8 @@ def _command(c: dict, context: str, loc: str | None) -> Command:
 
 
 def simulate(edf: Edf) -> Timing:
-    costed = {item.command.index: item for item in cost(lir_of(edf))}
+    lir = lir_of(edf)
+    costed = {item.command.index: item for item in cost(lir)}
     queues = {context: [c["index"] for c in edf.streams[context]] for context in CONTEXTS}
     waits = {c["index"]: c["waits"] for context in CONTEXTS for c in edf.streams[context]}
     start: dict[int, int] = {}
@@ -68,15 +70,14 @@ def simulate(edf: Edf) -> Timing:
         start[index], end[index] = begin, begin + costed[index].cycles
         for resource in {context, *costed[index].resources}:
             free[resource] = end[index]
-    return Timing(costed, start, end, max(end.values(), default=0))
+    return Timing(lir, costed, start, end, max(end.values(), default=0))
 
 
-def trace_json(edf: Edf, timing: Timing) -> dict:
+def trace_json(timing: Timing) -> dict:
     """The simulated run in the schedule JSON format (the viewers and `furiosa-opt schedule` read it),
     marked `"simulated": true`."""
-    lir = lir_of(edf)
-    slots = [Slot(timing.costed[c.index], timing.start[c.index], timing.end[c.index]) for c in lir.commands]
-    return {**schedule_json(Schedule(lir, slots, timing.makespan, 0, 0)), "simulated": True}
+    slots = [Slot(timing.costed[c.index], timing.start[c.index], timing.end[c.index]) for c in timing.lir.commands]
+    return {**schedule_json(Schedule(timing.lir, slots, timing.makespan, 0, 0)), "simulated": True}
 
 
 def compare(edf: Edf, timing: Timing) -> str:
