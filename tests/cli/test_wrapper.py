@@ -16,8 +16,8 @@ from furiosa_opt.analysis.schedule import load_schedule
 from furiosa_opt.cli import reach
 from furiosa_opt.cli.compile import targets
 from furiosa_opt.cli.new import create
-from furiosa_opt.cli.workspace import locate
 from furiosa_opt.cli.wrapper import asks_help, split
+from furiosa_opt.compiler.workspace import locate
 
 TOOL = Path(sys.executable).with_name("furiosa-opt")
 KERNELS = sorted(f"{name}_kernel" for name in EXAMPLES)

@@ -39,7 +39,7 @@ def run(kernel, arguments: list) -> list:
 
 def load(kernel) -> Edf:
     """The kernel's up-to-date EDF, or a VerifyError saying why there is none and how to build it."""
-    from furiosa_opt.cli.workspace import WorkspaceError, locate
+    from furiosa_opt.compiler.workspace import WorkspaceError, locate
 
     identity = kernel.identity
     file = Path(kernel.fn.__code__.co_filename).resolve()

@@ -16,13 +16,13 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from furiosa_opt.cli.workspace import Package, WorkspaceError, import_module, locate, select
 from furiosa_opt.compiler import cache, lir
 from furiosa_opt.compiler.dfg import dump_dfg
 from furiosa_opt.compiler.diagnostics import Diagnostic, Span
 from furiosa_opt.compiler.driver import Compiled, compile_kernel, compile_visa
 from furiosa_opt.compiler.edf import read_edf
 from furiosa_opt.compiler.schedule import schedule_json, summary, summary_markdown
+from furiosa_opt.compiler.workspace import Package, WorkspaceError, import_module, locate, select
 from furiosa_opt.files import write_atomic
 from furiosa_opt.lang.device import DeviceFunction
 from furiosa_opt.sim.timing import compare, simulate

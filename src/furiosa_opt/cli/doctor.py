@@ -16,8 +16,8 @@ from pathlib import Path
 
 from furiosa_opt import __version__, env
 from furiosa_opt.cli.compile import targets
-from furiosa_opt.cli.workspace import WorkspaceError, locate, select
 from furiosa_opt.compiler import cache
+from furiosa_opt.compiler.workspace import WorkspaceError, locate, select
 
 REQUIRED = ("numpy", "ml_dtypes", "msgpack", "rich")
 FOR_TESTS = ("pytest", "hypothesis", "playwright")

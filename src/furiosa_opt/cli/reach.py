@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from furiosa_opt.cli.compile import Target
-from furiosa_opt.cli.workspace import Package
 from furiosa_opt.compiler import cache
+from furiosa_opt.compiler.workspace import Package
 
 PYTHON_VALUE_OPTIONS = ("-W", "-X")  # python options that take the next argument
 

@@ -17,7 +17,7 @@ from furiosa_opt import env
 from furiosa_opt.cli import reach
 from furiosa_opt.cli.catalogue import write_catalogue
 from furiosa_opt.cli.compile import NO_DUMPS, Reporter, build_all, compile_target, reported_targets, selection
-from furiosa_opt.cli.workspace import Package
+from furiosa_opt.compiler.workspace import Package
 
 WRAPPED = ("run", "test", "bench", "build", "check", "doc", "python", "pytest")
 WRAPPER_HELP = """NPU builds of a command: furiosa-opt [-p|--package PKG]... <command> [args]
