@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint browser bench clean
 
 $(STAMP): pyproject.toml examples/base-template/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,8 +34,21 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 
-test: lint
+test: browser lint
 	$(BIN)/python -m pytest
+
+# The viewer's browser tests drive Debian's Chromium (never a downloaded browser build) and fail without
+# it, so a fresh machine gets it here: installed when we are root (CI), else one line saying how.
+browser:
+ifneq ($(FURIOSA_OPT_SKIP_BROWSER),1)
+ifeq ($(wildcard $(CHROMIUM)),)
+ifeq ($(shell id -u),0)
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+else
+	$(error $(CHROMIUM) is missing (the viewer's browser tests need it): run `sudo apt-get update && sudo apt-get install -y chromium`, or set FURIOSA_OPT_SKIP_BROWSER=1 to skip those tests)
+endif
+endif
+endif
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/cpu_backend.py
