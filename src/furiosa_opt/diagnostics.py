@@ -13,6 +13,9 @@ import linecache
 import sys
 import threading
 import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -129,6 +132,23 @@ def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | Non
 
 F = TypeVar("F")
 
+ErrorCollector = Callable[[FuriosaOptError], bool]
+"""Takes a refused operation's error; True means it was kept and the program may go on."""
+
+# The collector of the tracer that is running, if any. It lives here rather than being looked up on the
+# active backend so that this bottom-layer module imports nothing above it: the tracer installs itself.
+_COLLECTOR: ContextVar[ErrorCollector | None] = ContextVar("furiosa_opt_error_collector", default=None)
+
+
+@contextmanager
+def collecting(collector: ErrorCollector) -> Iterator[None]:
+    """Hand errors raised by `user_facing` entry points to `collector` for the duration of the block."""
+    token = _COLLECTOR.set(collector)
+    try:
+        yield
+    finally:
+        _COLLECTOR.reset(token)
+
 
 _depth = threading.local()
 
@@ -136,15 +156,13 @@ _depth = threading.local()
 def user_facing(function: F) -> F:
     """Public entry points re-raise furiosa-opt errors with the checker's frames removed.
 
-    While a tracer collects diagnostics (several independent errors per kernel), the outermost entry
-    point hands the error to it and returns a poisoned value instead; calls on or with poisoned values
-    are skipped, so one mistake is reported once."""
+    While a tracer collects diagnostics (several independent errors per kernel, see `collecting`),
+    the outermost entry point hands the error to it and returns a poisoned value instead; calls on or
+    with poisoned values are skipped, so one mistake is reported once."""
 
     @functools.wraps(function)  # type: ignore[arg-type]
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from furiosa_opt.backend import active
-
-        absorb = getattr(active(), "absorb", None)
+        absorb = _COLLECTOR.get()
         if absorb is not None and any(isinstance(a, Poisoned) for a in (*args, *kwargs.values())):
             return POISONED
         outermost = getattr(_depth, "value", 0) == 0

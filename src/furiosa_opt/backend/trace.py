@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from furiosa_opt.compiler import visa
-from furiosa_opt.diagnostics import FuriosaOptError, Location, VerifyError, user_location
+from furiosa_opt.diagnostics import FuriosaOptError, Location, VerifyError, collecting, user_location
 from furiosa_opt.lang.context import _SINGLETON
 from furiosa_opt.lang.contraction import Contraction
 from furiosa_opt.lang.device import DeviceFunction
@@ -126,7 +126,7 @@ def trace(kernel: DeviceFunction, collect: bool = True) -> tuple[visa.Kernel | N
                 )
             args.append(HbmTensor(p.type.dtype, p.type.params, _SYMBOL))
         arg_values = tuple(tracer.name(a) for a in args)
-        with using(tracer):
+        with using(tracer), collecting(tracer.absorb):
             values = iter(args)
             bound = [_SINGLETON if p.type is None else next(values) for p in params]
             result = kernel.fn(*bound)
