@@ -88,12 +88,15 @@ def test_round_trip_keeps_every_field_of_the_lir(lirs, name):
     )
     buffers = {b.name: b for b in lir.buffers}
 
-    def table(names):
+    def table(names, leaves):
         return tuple(
-            Tensor(buffers[n].value, buffers[n].dtype, tuple(buffers[n].levels), buffers[n].bytes, n) for n in names
+            Tensor(buffers[n].value, path, kind, buffers[n].dtype, tuple(buffers[n].levels), buffers[n].bytes, n)
+            for n, (path, kind) in zip(names, leaves, strict=True)
         )
 
-    assert got.arguments == table(lir.arguments) and got.outputs == table(lir.results)
+    outputs = [(f"return.{i}", "hbm") for i in range(len(lir.results))]
+    assert got.arguments == table(lir.arguments, lir.leaves) and got.outputs == table(lir.results, outputs)
+    assert [t.path for t in got.arguments] == [p.name for p in KERNELS[name].parameters if p.type is not None]
     assert len(got.arguments) == len(lir.arguments) >= 1
     fields = ("name", "memory", "address", "bytes", "dtype", "levels", "region")
     assert list(got.buffers) == [{f: getattr(b, f) for f in fields} for b in lir.buffers]
@@ -114,7 +117,7 @@ def test_round_trip_keeps_every_field_of_the_lir(lirs, name):
 
 def test_header_layout_matches_the_documentation(small):
     magic, version, flags, length, digest = HEADER.unpack_from(small)
-    assert (magic, version, flags, HEADER.size) == (b"FOPTEDF\0", 2, 0, 48)
+    assert (magic, version, flags, HEADER.size) == (b"FOPTEDF\0", 3, 0, 48)
     assert length == len(small) - 48 and digest == hashlib.sha256(small[48:]).digest()
     body = body_of(small)
     assert list(body) == sorted(body) == sorted(edf._BODY_KEYS)
@@ -211,7 +214,7 @@ def test_a_flipped_magic_byte_is_not_an_edf(small):
 
 
 def test_another_format_version_is_refused_naming_the_kernel(small):
-    error = refused(reheader(small[48:], version=1), "EDF format version 1 is not supported by this build (expects 2)")
+    error = refused(reheader(small[48:], version=1), "EDF format version 1 is not supported by this build (expects 3)")
     assert "recompile it with `furiosa-opt compile`" in str(error)
     assert error.identity == KERNELS["constant_add"].identity
     refused(reheader(b"\x00\x01garbage", version=7), "version 7")

@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from furiosa_opt import Context, HbmTensor, HostTensor, VerifyError, bf16, m
-from furiosa_opt.backend import npu
+from furiosa_opt import Context, HbmTensor, HostTensor, VerifyError, bf16, m, runtime
 from furiosa_opt.cli.new import create
 from furiosa_opt.compiler.driver import compile_kernel
 from furiosa_opt.compiler.edf import read_edf
@@ -74,8 +73,11 @@ def test_arguments_are_checked_against_the_edf():
     with Context.acquire() as ctx:
         right = HostTensor.rand(bf16, m[I, K], rng).to_hbm(ctx.pdma)
         wrong = HostTensor.rand(bf16, m[K, I], rng).to_hbm(ctx.pdma)
+    returns = gemm_kernel.returns
     with pytest.raises(VerifyError, match="takes 2 tensors, got 1"):
-        npu._check_arguments(gemm_kernel, edf, [right])
-    with pytest.raises(VerifyError, match=r"argument 1 is bf16\['1', 'K, I'\].*expects bf16\['1', 'J, K'\]"):
-        npu._check_arguments(gemm_kernel, edf, [right, wrong])
+        runtime.execute(gemm_kernel.identity, edf, [right], returns)
+    with pytest.raises(
+        VerifyError, match=r"argument `b` is a HbmTensor\[bf16, 1, K, I\], its EDF expects HbmTensor\[bf16, 1, J, K\]"
+    ):
+        runtime.execute(gemm_kernel.identity, edf, [right, wrong], returns)
     assert isinstance(right, HbmTensor)

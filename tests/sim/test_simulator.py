@@ -119,7 +119,7 @@ def test_wrong_argument_bytes_are_refused():
     edf = read_edf(edf_bytes(KERNELS["gemm"]))
     with pytest.raises(SimulatorError, match="takes 2 arguments, got 1"):
         run(edf, [b""])
-    with pytest.raises(SimulatorError, match=r"argument %0 is 65536 bytes, got 3"):
+    with pytest.raises(SimulatorError, match=r"argument a is 65536 bytes, got 3"):
         run(edf, [b"abc", b"abc"])
 
 

@@ -34,6 +34,11 @@ class Buf:
             self._values = self.base if self.index is None else gather(self.base, self.index)
         return self._values
 
+    def with_values(self, values: np.ndarray) -> Buf:
+        """The buffer after a write of all its `values`: a new host buffer (copy on write). A device
+        buffer (the NPU runtime's) writes in place instead."""
+        return fresh(values)
+
 
 def gather(base: np.ndarray, index: np.ndarray) -> np.ndarray:
     out = base[np.maximum(index, 0)]
@@ -117,7 +122,7 @@ def window_write(base: Buf, outer: int, element: int, window: int, view: Factors
     live = index >= 0
     written = base.values().copy()
     written[index[live]] = src.values()[live]
-    return fresh(written)
+    return base.with_values(written)
 
 
 # ---- contraction ----------------------------------------------------------------------------------

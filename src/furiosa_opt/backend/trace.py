@@ -4,15 +4,18 @@ exactly as on the CPU backend. Python control flow over constants simply unrolls
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from furiosa_opt.compiler import visa
 from furiosa_opt.diagnostics import FuriosaOptError, Location, VerifyError, collecting, user_location
+from furiosa_opt.dtypes import DType
+from furiosa_opt.lang import params
 from furiosa_opt.lang.context import _SINGLETON
 from furiosa_opt.lang.contraction import Contraction
 from furiosa_opt.lang.device import DeviceFunction
 from furiosa_opt.lang.stream import Stream
-from furiosa_opt.lang.tensors import HbmTensor, Tensor, TensorView
+from furiosa_opt.lang.tensors import HbmTensor, Tensor, TensorType, TensorView
 from furiosa_opt.lang.vector import VectorStream
 from furiosa_opt.mapping import Axis, Mapping
 from furiosa_opt.mapping.factors import Comp, SymAtom
@@ -113,22 +116,15 @@ def trace(kernel: DeviceFunction, collect: bool = True) -> tuple[visa.Kernel | N
 
     tracer = Tracer(collect)
     try:
-        params = kernel.parameters
-        args = []
-        for p in params:
-            if p.type is None:
-                continue
-            if p.type.cls is not HbmTensor:
-                raise VerifyError(
-                    "device-annotation",
-                    f"parameter `{p.name}` must be an HbmTensor, got {p.type.cls.__name__}",
-                    location=kernel.location,
-                )
-            args.append(HbmTensor(p.type.dtype, p.type.params, _SYMBOL))
-        arg_values = tuple(tracer.name(a) for a in args)
+        leaves: list[object] = []
+
+        def make(t: TensorType) -> object:
+            leaves.append(symbolic_argument(t.cls, t.dtype, t.params))
+            return leaves[-1]
+
+        bound = [_SINGLETON if p.type is None else params.build(p.type, make) for p in kernel.parameters]
+        arg_values = tuple(tracer.name(a) for a in leaves)
         with using(tracer), collecting(tracer.absorb):
-            values = iter(args)
-            bound = [_SINGLETON if p.type is None else next(values) for p in params]
             result = kernel.fn(*bound)
             if not tracer.errors:
                 from furiosa_opt.lang.device import _check_result
@@ -140,10 +136,19 @@ def trace(kernel: DeviceFunction, collect: bool = True) -> tuple[visa.Kernel | N
         return None, tracer.errors
     outputs = result if isinstance(result, tuple) else (() if result is None else (result,))
     returned = tuple(tracer.operand(obj, "return") for obj in outputs)
+    paths = tuple(path for path, _ in kernel.leaf_types)
     ir = visa.Kernel(
         kernel.identity, kernel.device.chip, kernel.device.pe, _axes(tracer), arg_values, tuple(tracer.ops), returned
     )
-    return ir, []
+    return replace(ir, paths=paths), []
+
+
+def symbolic_argument(cls: type, dtype: DType, levels: tuple[Mapping, ...]) -> object:
+    """A kernel argument with no data: an HBM tensor, or a view of a whole symbolic HBM tensor (the
+    runtime binds the view's window, so inside the kernel it starts at position 0)."""
+    if cls is HbmTensor:
+        return HbmTensor(dtype, levels, _SYMBOL)
+    return cls(HbmTensor(dtype, levels, _SYMBOL), levels[-1], 0)
 
 
 def _axes(tracer: Tracer) -> tuple[Axis, ...]:

@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 MAGIC = b"FOPTEDF\0"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 HEADER = struct.Struct("<8sHHI32s")  # magic, format version, flags, body length, SHA-256 of the body
 CONTEXTS = ("main", "sub", "tdma", "pdma")  # the contexts that own a command stream (views have none)
 _BODY_KEYS = (
@@ -74,10 +74,14 @@ class EdfError(FuriosaOptError):
 
 @dataclass(frozen=True)
 class Tensor:
-    """One kernel argument or output: its vISA value name, element type, mapping per level (outermost
-    first), total bytes and the buffer (`T<n>`) that holds it."""
+    """One leaf of the kernel's parameters, or one output: its vISA value name, its path among the
+    parameters (`inputs.x`; `return.0` for outputs), its kind (`hbm`, or `view` / `view_mut` for a window
+    the runtime binds at launch), element type, mapping per level (outermost first), the bytes it spans
+    and the buffer (`T<n>`) that holds it."""
 
     name: str
+    path: str
+    kind: str
     dtype: str
     levels: tuple[str, ...]
     bytes: int
@@ -116,11 +120,22 @@ def write_edf(
         raise refuse("compiler_version and cache_key must be strings")
     by_name = {b.name: b for b in lir.buffers}
 
-    def tensor(name: str, role: str) -> dict:
+    def tensor(name: str, role: str, path: str, kind: str) -> dict:
         if name not in by_name:
             raise refuse(f"{role} {name} is not a buffer of the LIR")
         b = by_name[name]
-        return {"name": b.value, "dtype": b.dtype, "levels": list(b.levels), "bytes": b.bytes, "buffer": b.name}
+        return {
+            "name": b.value,
+            "path": path,
+            "kind": kind,
+            "dtype": b.dtype,
+            "levels": list(b.levels),
+            "bytes": b.bytes,
+            "buffer": b.name,
+        }
+
+    if len(lir.leaves) != len(lir.arguments):
+        raise refuse(f"{len(lir.arguments)} arguments but {len(lir.leaves)} parameter leaves")
 
     streams: dict[str, list[dict]] = {context: [] for context in CONTEXTS}
     spans: list[list] = []
@@ -143,14 +158,16 @@ def write_edf(
             raise refuse(f"schedule entry {entry!r}: index outside 0..{count - 1} or not 0 <= start <= end")
         entries.append([index, start, end])
     body = {
-        "arguments": [tensor(name, "argument") for name in lir.arguments],
+        "arguments": [
+            tensor(name, "argument", path, kind) for name, (path, kind) in zip(lir.arguments, lir.leaves, strict=True)
+        ],
         "axes": [[name, size] for name, size in lir.axes],
         "buffers": [{key: getattr(b, key) for key in _BUFFER_FIELDS} for b in lir.buffers],
         "cache_key": cache_key,
         "compiler_version": compiler_version,
         "device": {"chip": lir.chip, "pe": lir.pe},
         "identity": identity,
-        "outputs": [tensor(name, "result") for name in lir.results],
+        "outputs": [tensor(name, "result", f"return.{i}", "hbm") for i, name in enumerate(lir.results)],
         "schedule": sorted(entries),
         "spans": sorted(spans),
         "streams": streams,
@@ -263,7 +280,15 @@ def read_edf(data: bytes) -> Edf:
 
 
 def _tensor(record: dict) -> Tensor:
-    return Tensor(record["name"], record["dtype"], tuple(record["levels"]), record["bytes"], record["buffer"])
+    return Tensor(
+        record["name"],
+        record["path"],
+        record["kind"],
+        record["dtype"],
+        tuple(record["levels"]),
+        record["bytes"],
+        record["buffer"],
+    )
 
 
 def _guess_identity(body: bytes) -> str | None:
@@ -312,7 +337,7 @@ _COMMAND = {
     "commit": _Optional(_SEQUENCER),
     "waits": [int],
 }
-_TENSOR = {"name": str, "dtype": str, "levels": [str], "bytes": int, "buffer": str}
+_TENSOR = {"name": str, "path": str, "kind": str, "dtype": str, "levels": [str], "bytes": int, "buffer": str}
 _BUFFER = {"name": str, "memory": str, "address": int, "bytes": int, "dtype": str, "levels": [str], "region": str}
 _BODY = {
     "arguments": [_TENSOR],

@@ -110,6 +110,7 @@ class Lir:
     arguments: list[str]
     results: list[str]
     axes: list[tuple[str, int]] = field(default_factory=list)  # (name, size) of every axis the mappings name
+    leaves: list[tuple[str, str]] = field(default_factory=list)  # (parameter path, hbm|view|view_mut) per argument
     format: str = "furiosa-opt-lir"
     version: int = 1
 

@@ -9,13 +9,14 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from furiosa_opt.backend import using
-from furiosa_opt.backend.trace import _SYMBOL, Tracer, _axes
+from furiosa_opt.backend.trace import Tracer, _axes, symbolic_argument
 from furiosa_opt.compiler import visa
 from furiosa_opt.diagnostics import FuriosaOptError, Location, VerifyError
 from furiosa_opt.dtypes import dtype_by_name
-from furiosa_opt.lang.tensors import DmTensor, HbmTensor
+from furiosa_opt.lang.tensors import DmTensor, HbmTensor, HbmTensorView, HbmTensorViewMut
 
 A = dict[str, object]
+ARGUMENT_KINDS = {"hbm": HbmTensor, "view": HbmTensorView, "view_mut": HbmTensorViewMut}
 
 
 def _vector_binary(name: str) -> Callable:
@@ -81,15 +82,20 @@ def replay_objects(kernel: visa.Kernel) -> tuple[visa.Kernel, dict[str, object]]
     with using(tracer):
         args = []
         for arg in kernel.args:
-            if arg.type.kind != "hbm":
-                raise VerifyError("visa-argument", f"kernel arguments are hbm tensors, `{arg.name}` is {arg.type}")
-            objects[arg.name] = HbmTensor(dtype_by_name(arg.type.dtype), arg.type.params, _SYMBOL)
+            cls = ARGUMENT_KINDS.get(arg.type.kind)
+            if cls is None:
+                raise VerifyError(
+                    "visa-argument", f"kernel arguments are hbm tensors or views, `{arg.name}` is {arg.type}"
+                )
+            objects[arg.name] = symbolic_argument(cls, dtype_by_name(arg.type.dtype), arg.type.params)
             args.append(tracer.name(objects[arg.name]))
         for op in kernel.ops:
             _replay(op, objects, tracer)
     ops = tuple(replace(new, loc=old.loc) for new, old in zip(tracer.ops, kernel.ops, strict=True))
     returns = tuple(tracer.names[id(objects[name])].name for name in kernel.returns)
-    rebuilt = visa.Kernel(kernel.identity, kernel.chip, kernel.pe, _axes(tracer), tuple(args), ops, returns)
+    rebuilt = visa.Kernel(
+        kernel.identity, kernel.chip, kernel.pe, _axes(tracer), tuple(args), ops, returns, paths=kernel.paths
+    )
     by_name = {tracer.names[id(obj)].name: obj for obj in objects.values() if id(obj) in tracer.names}
     return rebuilt, by_name
 

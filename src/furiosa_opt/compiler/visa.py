@@ -4,7 +4,7 @@ Text form (one op per line; `print(parse(text)) == text`):
 
     kernel base_template.kernel.gemm_kernel.gemm_kernel chip=1 pe=8
     axes I=512 J=512 K=64
-    arg %0: hbm<bf16, [1], [I, K]>
+    arg a %0: hbm<bf16, [1], [I, K]>
     %2: view<bf16, [1], [I, K]> = view %0  // gemm_kernel.py:17
     %3: dm<bf16, [1], [1 # 2], [I / 32, J / 32], [I % 32, K]> = to_dm %2 ctx=tdma cluster=[1 # 2] …  // …
     return %20
@@ -79,6 +79,11 @@ class Kernel:
     ops: tuple[Op, ...]
     returns: tuple[str, ...]
     values: dict[str, Value] = field(default_factory=dict, compare=False, repr=False)
+    paths: tuple[str, ...] = ()  # each argument's place in the kernel's parameters (`inputs.x`), as args
+
+    def path(self, index: int) -> str:
+        """Where argument `index` sits among the parameters (its SSA name for hand-written vISA without one)."""
+        return self.paths[index] if index < len(self.paths) else self.args[index].name
 
 
 # ---- printing ---------------------------------------------------------------------------------------
@@ -98,7 +103,7 @@ def format_attr(value: object) -> str:
 def print_kernel(kernel: Kernel) -> str:
     lines = [f"kernel {kernel.identity} chip={kernel.chip} pe={kernel.pe}"]
     lines.append("axes " + " ".join(f"{a.name}={a.size}" for a in kernel.axes) if kernel.axes else "axes")
-    lines += [f"arg {v.name}: {v.type}" for v in kernel.args]
+    lines += [f"arg {kernel.path(i)} {v.name}: {v.type}" for i, v in enumerate(kernel.args)]
     for op in kernel.ops:
         head = ", ".join(f"{v.name}: {v.type}" for v in op.results)
         body = " ".join([op.opcode, *op.operands, *(f"{k}={format_attr(v)}" for k, v in op.attrs)])
@@ -210,10 +215,12 @@ class _Reader:
             if not size.isdigit():
                 raise VisaSyntaxError(number, f"expected `Name=size`, got `{word}`")
             self.scope[name] = Axis(name, int(size))
-        args, ops = [], []
+        args, paths, ops = [], [], []
         for number, text in lines[2:-1]:
             if text.startswith("arg "):
-                args.append(self.value(text[4:], number))
+                path, _, value = text[4:].partition(" ") if not text[4:].startswith("%") else ("", "", text[4:])
+                args.append(self.value(value, number))
+                paths.append(path or args[-1].name)
             else:
                 ops.append(self.op(text, number))
         number, text = lines[-1]
@@ -232,6 +239,7 @@ class _Reader:
             tuple(ops),
             returns,
             dict(self.values),
+            tuple(paths),
         )
 
 

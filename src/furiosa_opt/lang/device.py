@@ -16,8 +16,10 @@ from typing import Any
 from furiosa_opt import env
 from furiosa_opt.arch import RNGD
 from furiosa_opt.diagnostics import Location, VerifyError, user_facing
+from furiosa_opt.lang import params
 from furiosa_opt.lang.context import Context
-from furiosa_opt.lang.tensors import Tensor, TensorType
+from furiosa_opt.lang.params import ParamType
+from furiosa_opt.lang.tensors import TensorType
 
 
 def definition(fn: Callable) -> Location:
@@ -44,7 +46,7 @@ class Device:
 @dataclass(frozen=True)
 class Parameter:
     name: str
-    type: TensorType | None  # None: the Context
+    type: ParamType | None  # None: the Context
 
 
 class DeviceFunction:
@@ -76,6 +78,23 @@ class DeviceFunction:
         return self.signature[1]
 
     @property
+    def leaf_types(self) -> list[tuple[str, TensorType]]:
+        """(path, type) of every tensor or view the kernel takes, flattened in declaration order."""
+        return [leaf for p in self.parameters if p.type is not None for leaf in params.leaf_types(p.type, p.name)]
+
+    def bind(self, args: tuple) -> list[tuple[str, TensorType, object]]:
+        """(path, type, value) of every leaf of `launch`'s arguments, checked against the annotations."""
+        declared = [p for p in self.parameters if p.type is not None]
+        if len(args) != len(declared):
+            raise VerifyError(
+                "launch-arity", f"`{self.identity}` takes {len(declared)} argument(s) after ctx, got {len(args)}"
+            )
+        try:
+            return [leaf for p, a in zip(declared, args, strict=True) for leaf in params.leaves(p.type, a, p.name)]
+        except params.ParamError as error:
+            raise VerifyError("launch-argument", f"argument {error} of `{self.identity}`") from None
+
+    @property
     def signature(self) -> tuple[list[Parameter], tuple[TensorType, ...] | None]:
         """Parameter and return types, read from the annotations (evaluated in the kernel's module)."""
         if self._signature is None:
@@ -92,27 +111,25 @@ def _read_signature(fn: Callable, where: Location) -> tuple[list[Parameter], tup
             f"cannot evaluate the annotations of `{fn.__qualname__}`: {error}",
             location=where,
         ) from None
-    params = []
+    found = []
     for name in inspect.signature(fn).parameters:
         hint = hints.get(name)
         if hint is Context:
-            params.append(Parameter(name, None))
-        elif isinstance(hint, TensorType):
-            params.append(Parameter(name, hint))
-        else:
+            found.append(Parameter(name, None))
+            continue
+        try:
+            found.append(Parameter(name, params.param_type(hint)))
+        except params.ParamError as error:
             raise VerifyError(
-                "device-annotation",
-                f"parameter `{name}` of `{fn.__qualname__}` needs a tensor type annotation such as "
-                f'`HbmTensor[bf16, m["1"], m["A"]]` or `Context`, got {hint!r}',
-                location=where,
-            )
+                "device-annotation", f"parameter `{name}` of `{fn.__qualname__}`: {error}", location=where
+            ) from None
     returned = hints.get("return")
     if returned is None or returned is type(None):
-        return params, None
+        return found, None
     if isinstance(returned, TensorType):
-        return params, (returned,)
+        return found, (returned,)
     if typing.get_origin(returned) is tuple and all(isinstance(a, TensorType) for a in typing.get_args(returned)):
-        return params, typing.get_args(returned)
+        return found, typing.get_args(returned)
     raise VerifyError(
         "device-annotation",
         f"the return annotation of `{fn.__qualname__}` must be a tensor type or a tuple of them, got {returned!r}",
@@ -144,24 +161,26 @@ def device(fn: Callable | None = None, *, chip: int = 1, pe: int = 8) -> Any:
 
 
 @user_facing
-def launch(kernel: DeviceFunction, ctx: Context, *args: Tensor) -> Tensor | tuple[Tensor, ...] | None:
-    """Run a kernel: checks the arguments against its annotations and returns its output tensor(s)."""
+def launch(kernel: DeviceFunction, ctx: Context, *args: object) -> Any:
+    """Run a kernel: checks the arguments against its annotations and returns its output tensor(s).
+
+    Arguments are HBM tensors, HBM views (`t.view()`, `t.view_mut().tile(...)`), tuples and dataclasses of
+    them, as annotated. A kernel writes an out-parameter in place, on either backend:
+
+        out = HostTensor.zeros(bf16, m["S"]).to_hbm(ctx.pdma)
+        launch(store, ctx, x, out.view_mut())
+        out.to_host(ctx.pdma).to_numpy()   # what the kernel wrote
+    """
     if not isinstance(kernel, DeviceFunction):
         raise VerifyError("launch-kernel", f"launch needs a @device function, got {kernel!r}")
     backend = _check_backend(kernel)
     if not isinstance(ctx, Context):
         raise VerifyError("launch-context", f"launch({kernel.__name__}, ctx, ...) needs the Context first, got {ctx!r}")
-    tensors = [p for p in kernel.parameters if p.type is not None]
-    if len(args) != len(tensors):
-        raise VerifyError("launch-arity", f"`{kernel.identity}` takes {len(tensors)} tensor(s), got {len(args)}")
-    for parameter, value in zip(tensors, args, strict=True):
-        reason = parameter.type.mismatch(value)
-        if reason:
-            raise VerifyError("launch-argument", f"argument `{parameter.name}` of `{kernel.identity}`: {reason}")
+    leaves = kernel.bind(args)
     if backend == "npu":
-        from furiosa_opt.backend import npu
+        from furiosa_opt import runtime  # the NPU backend sits above the language: imported only when chosen
 
-        results = npu.run(kernel, list(args))
+        results = runtime.run(kernel, [value for _, _, value in leaves])
         return _check_result(kernel, tuple(results) if len(results) != 1 else results[0]) if results else None
     values = iter(args)
     bound = [ctx if p.type is None else next(values) for p in kernel.parameters]

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from furiosa_opt import dtypes
+from furiosa_opt import dtypes, env
 from furiosa_opt.arch import RNGD
 from furiosa_opt.backend import active, cpu
 from furiosa_opt.diagnostics import VerifyError, user_facing
@@ -48,6 +48,17 @@ class TensorType:
         return None
 
 
+def _annotation(cls: type, item: object) -> TensorType:
+    """The type `cls[dtype, level mappings…]` names, checked for shape (tensors and views alike)."""
+    item = item if isinstance(item, tuple) else (item,)
+    if len(item) != len(cls.levels) + 1 or not isinstance(item[0], DType):
+        levels = ", ".join(["dtype", *(level.capitalize() for level in cls.levels)])
+        raise TypeError(f"{cls.__name__}[...] takes {levels}")
+    if not all(isinstance(p, Mapping) for p in item[1:]):
+        raise TypeError(f'{cls.__name__}[...] takes mappings after the dtype, e.g. m["A"]')
+    return TensorType(cls, item[0], tuple(item[1:]))
+
+
 class Tensor:
     """Base of the memory tensors: dtype, one mapping per level, and the buffer (wire order)."""
 
@@ -59,13 +70,7 @@ class Tensor:
         self._validate()
 
     def __class_getitem__(cls, item: tuple) -> TensorType:
-        item = item if isinstance(item, tuple) else (item,)
-        if len(item) != len(cls.levels) + 1 or not isinstance(item[0], DType):
-            levels = ", ".join(["dtype", *(level.capitalize() for level in cls.levels)])
-            raise TypeError(f"{cls.__name__}[...] takes {levels}")
-        if not all(isinstance(p, Mapping) for p in item[1:]):
-            raise TypeError(f'{cls.__name__}[...] takes mappings after the dtype, e.g. m["A"]')
-        return TensorType(cls, item[0], tuple(item[1:]))
+        return _annotation(cls, item)
 
     def _validate(self) -> None:
         if not self.dtype.materializable:
@@ -203,11 +208,27 @@ class HostTensor(Tensor):
 # ---- HBM and DM -------------------------------------------------------------------------------------
 
 
+def _backend() -> str:
+    try:
+        return env.backend()
+    except env.EnvError as error:
+        raise VerifyError("launch-environment", str(error)) from None
+
+
 class HbmTensor(Tensor):
     """A tensor in HBM: `HbmTensor[bf16, Chip, Element]`."""
 
     levels = ("chip", "element")
     kind = "hbm"
+
+    def _validate(self) -> None:
+        super()._validate()
+        if isinstance(self.data, cpu.Buf) and _backend() == "npu":
+            # Under the NPU backend HBM tensors live in the simulated device's memory from the moment they
+            # are made; the runtime, like launch's dispatch to it, is loaded only once that backend is chosen.
+            from furiosa_opt import runtime
+
+            self.data = runtime.upload(self.data.values())
 
     @classmethod
     @user_facing
@@ -325,9 +346,18 @@ class TensorView:
     writes base position `window + p`. `tile` narrows the live cells; `pad`/`unpad` re-declare them."""
 
     writable: ClassVar[bool] = False
+    levels: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, base: HbmTensor | DmTensor, element: Mapping, window: int):
         self.base, self.element, self.window = base, element, window
+
+    def __class_getitem__(cls, item: tuple) -> TensorType:
+        return _annotation(cls, item)
+
+    @property
+    def params(self) -> tuple[Mapping, ...]:
+        """The view's type parameters: the base's spatial levels, then the view's element."""
+        return (*self.outer, self.element)
 
     def __repr__(self) -> str:
         return f'{type(self).__name__}(element=m["{self.element}"], window={self.window}, base={self.base!r})'
@@ -470,16 +500,36 @@ def _expect_writable(view: object, kind: type[Tensor], what: str) -> None:
 
 
 class HbmTensorView(TensorView):
-    pass
+    """A read view of an HBM tensor; also a kernel parameter type, `HbmTensorView[bf16, Chip, Element]`:
+
+    row = table.view().tile(3, m["C"], 1, m["1 # 64, H"])   # on the host: row 3 of a [C, H] table
+    launch(copy_row, ctx, row, out.view_mut().tile(5, m["C"], 1, m["1 #{!} 64, H"]))
+    """
+
+    levels = ("chip", "element")
 
 
 class HbmTensorViewMut(TensorView):
+    """A write view of an HBM tensor (`HbmTensor.view_mut()`); as a kernel parameter,
+    `HbmTensorViewMut[bf16, Chip, Element]` is an out-parameter the kernel writes in place:
+
+        @device
+        def store(ctx: Context, x: HbmTensor[bf16, Chip, m["S"]], out: HbmTensorViewMut[bf16, Chip, m["S"]]):
+            x.to_dm(ctx.tdma, Cluster, Slice, m["S"]).view().to_hbm_view(ctx.tdma, out)
+    """
+
     writable = True
+    levels = ("chip", "element")
 
 
 class DmTensorView(TensorView):
-    pass
+    """A read view of a DM tensor (`DmTensor.view()`), the input of `ctx.main.begin(...)`."""
+
+    levels = ("chip", "cluster", "slice", "element")
 
 
 class DmTensorViewMut(TensorView):
+    """A write view of a DM tensor (`DmTensor.view_mut()`), the target of `commit_view` and `to_dm_view`."""
+
     writable = True
+    levels = ("chip", "cluster", "slice", "element")

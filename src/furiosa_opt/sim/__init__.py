@@ -5,6 +5,6 @@ imports the kernel language or the CPU backend, and shares with them only the ex
 (`dtypes`, `vector.arithmetic`, `fold`) and the mapping algebra the engine configs are written in.
 """
 
-from furiosa_opt.sim.machine import SimulatorError, run
+from furiosa_opt.sim.machine import SimulatorError, execute, run
 
-__all__ = ["SimulatorError", "run"]
+__all__ = ["SimulatorError", "execute", "run"]

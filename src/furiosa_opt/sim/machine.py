@@ -29,21 +29,33 @@ def commands_in_order(edf: Edf) -> list[tuple[str, dict]]:
 
 
 def run(edf: Edf, arguments: list[bytes]) -> list[bytes]:
-    """The bytes of each output (in the EDF's output order), given each argument's bytes in wire order."""
-    if edf.chip != 1:
-        raise SimulatorError(f"kernel {edf.identity}: the simulator runs single-chip kernels (this one has {edf.chip})")
+    """The bytes of each output (in the EDF's output order), given each argument's bytes in wire order,
+    on fresh memory: what `python -m furiosa_opt.sim` does with files."""
     if len(arguments) != len(edf.arguments):
         raise SimulatorError(f"kernel {edf.identity} takes {len(edf.arguments)} arguments, got {len(arguments)}")
+    dram = {b["name"]: np.zeros(b["bytes"], dtype=np.uint8) for b in edf.buffers if b["memory"] == "dram"}
     for tensor, data in zip(edf.arguments, arguments, strict=True):
         if len(data) != tensor.bytes:
             raise SimulatorError(
-                f"kernel {edf.identity}: argument {tensor.name} is {tensor.bytes} bytes, got {len(data)}"
+                f"kernel {edf.identity}: argument {tensor.path} is {tensor.bytes} bytes, got {len(data)}"
             )
+        dram[tensor.buffer][:] = np.frombuffer(data, dtype=np.uint8)
+    execute(edf, dram)
+    return [dram[tensor.buffer].tobytes() for tensor in edf.outputs]
+
+
+def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
+    """Run the kernel with every DRAM buffer bound to its bytes in device memory (`dram`: buffer name →
+    writable uint8 array of the buffer's size). Arguments are read and written in place; the outputs are
+    in their buffers' arrays afterwards."""
+    if edf.chip != 1:
+        raise SimulatorError(f"kernel {edf.identity}: the simulator runs single-chip kernels (this one has {edf.chip})")
     buffers = {b["name"]: b for b in edf.buffers}
-    memories = Memories(edf.buffers)
-    for tensor, data in zip(edf.arguments, arguments, strict=True):
-        address = buffers[tensor.buffer]["address"]
-        memories.dram[address : address + tensor.bytes] = np.frombuffer(data, dtype=np.uint8)
+    for b in buffers.values():
+        bound = dram.get(b["name"]) if b["memory"] == "dram" else None
+        if b["memory"] == "dram" and (bound is None or bound.dtype != np.uint8 or len(bound) != b["bytes"]):
+            raise SimulatorError(f"kernel {edf.identity}: DRAM buffer {b['name']} ({b['bytes']} bytes) is not bound")
+    memories = Memories(edf.buffers, dram)
     unit = TensorUnit(memories, buffers, {name: Axis(name, size) for name, size in edf.axes})
     spans = dict(edf.spans)
     for context, command in commands_in_order(edf):
@@ -52,17 +64,12 @@ def run(edf: Edf, arguments: list[bytes]) -> list[bytes]:
                 _dma(memories, command, buffers)
             elif command["kind"] == "exec":
                 unit.run(command)
-        except (Fault, Unsupported, MappingError, KeyError, StopIteration) as error:
+        except (Fault, Unsupported, MappingError, KeyError) as error:
             where = spans.get(command["index"], "no source line")
             raise SimulatorError(
                 f"kernel {edf.identity}: command {command['index']} ({command['opcode']} on {context}, {where}): "
                 f"{_problem(error)}"
             ) from None
-    outputs = []
-    for tensor in edf.outputs:
-        address = buffers[tensor.buffer]["address"]
-        outputs.append(memories.dram[address : address + tensor.bytes].tobytes())
-    return outputs
 
 
 def _dma(memories: Memories, command: dict, buffers: dict[str, dict]) -> None:
@@ -71,12 +78,10 @@ def _dma(memories: Memories, command: dict, buffers: dict[str, dict]) -> None:
     config = command["dma"]
     loops = [Loop(**loop) for loop in config["loops"]]
     src, dst = walk_dma(config["src_base"], config["dst_base"], config["packet"], loops, unit)
-    memories.write(target["memory"], dst, unit, memories.read(source["memory"], src, unit))
+    memories.write(target, dst, unit, memories.read(source, src, unit))
 
 
 def _problem(error: Exception) -> str:
     if isinstance(error, KeyError):
         return f"its configs name {error}, which the EDF does not define"
-    if isinstance(error, StopIteration):
-        return "an engine needs an operand the command does not read"
     return str(error)

@@ -1,8 +1,11 @@
-"""The simulated memories of one chip: HBM (DRAM) as one byte array, and per slice DM, TRF and VRF.
+"""The simulated memories of one chip: HBM (DRAM) as the kernel's buffers bound to device memory, and
+per slice DM, TRF and VRF.
 
 Addresses are the LIR's virtual byte addresses (docs/lir.md, "Addresses"): DRAM from 0, DM at
-`DM_BASE` with slice `(cluster·256 + slice)` every `SLICE_STRIDE`, TRF and VRF per slice from 0. A
-DM access names one slice's offsets and happens in every slice at once, as the Tensor Unit's does.
+`DM_BASE` with slice `(cluster·256 + slice)` every `SLICE_STRIDE`, TRF and VRF per slice from 0. Each
+DRAM buffer is bound to a byte array — the device memory the runtime allocated for it, or an argument's
+bytes in place — so a DRAM access is relative to its buffer and may not leave it. A DM access names one
+slice's offsets and happens in every slice at once, as the Tensor Unit's does.
 """
 
 from __future__ import annotations
@@ -31,33 +34,38 @@ def _outside(values: np.ndarray, size: int) -> int | None:
 
 
 class Memories:
-    def __init__(self, buffers: tuple[dict, ...]):
+    def __init__(self, buffers: tuple[dict, ...], dram: dict[str, np.ndarray]):
+        """`dram` binds every DRAM buffer's name to its bytes (a writable uint8 array of its size)."""
+
         def extent(memory: str) -> int:
             return max((b["address"] + b["bytes"] for b in buffers if b["memory"] == memory), default=0)
 
-        self.dram = np.zeros(extent("dram"), dtype=np.uint8)
+        self.dram = dram
         self.files = {memory: np.zeros((SLICES, extent(memory)), dtype=np.uint8) for memory in ("sram", "trf", "vrf")}
 
-    # ---- DRAM and DM by virtual address (DMA) ----
+    # ---- a DRAM buffer or the DM slices by virtual address (DMA) ----
 
-    def read(self, memory: str, addresses: np.ndarray, unit: int) -> np.ndarray:
-        """Bytes of the elements at `addresses` (each `unit` bytes) in DRAM or across DM slices."""
-        if memory == "dram":
-            return self.dram[self._dram(addresses, unit)]
+    def read(self, buffer: dict, addresses: np.ndarray, unit: int) -> np.ndarray:
+        """Bytes of the elements at `addresses` (each `unit` bytes) in a DRAM buffer or across DM slices."""
+        if buffer["memory"] == "dram":
+            return self.dram[buffer["name"]][self._dram(buffer, addresses, unit)]
         slices, offsets = self._dm(addresses, unit)
         return self.files["sram"][slices, offsets]
 
-    def write(self, memory: str, addresses: np.ndarray, unit: int, data: np.ndarray) -> None:
-        if memory == "dram":
-            self.dram[self._dram(addresses, unit)] = data
+    def write(self, buffer: dict, addresses: np.ndarray, unit: int, data: np.ndarray) -> None:
+        if buffer["memory"] == "dram":
+            self.dram[buffer["name"]][self._dram(buffer, addresses, unit)] = data
         else:
             slices, offsets = self._dm(addresses, unit)
             self.files["sram"][slices, offsets] = data
 
-    def _dram(self, addresses: np.ndarray, unit: int) -> np.ndarray:
-        flat = _bytes(addresses, unit)
-        if (bad := _outside(flat, len(self.dram))) is not None:
-            raise Fault(f"DRAM address {bad:#x} is outside the kernel's {len(self.dram)} placed bytes")
+    def _dram(self, buffer: dict, addresses: np.ndarray, unit: int) -> np.ndarray:
+        flat = _bytes(addresses, unit) - buffer["address"]
+        if (bad := _outside(flat, len(self.dram[buffer["name"]]))) is not None:
+            raise Fault(
+                f"DRAM address {bad + buffer['address']:#x} is outside {buffer['name']} "
+                f"({buffer['bytes']} bytes at {buffer['address']:#x})"
+            )
         return flat
 
     def _dm(self, addresses: np.ndarray, unit: int) -> tuple[np.ndarray, np.ndarray]:

@@ -120,11 +120,14 @@ class TensorUnit:
         offsets = buffer["address"] + np.arange(target.size, dtype=np.int64) * stream.dtype.nbytes(1)
         self._save(buffer["memory"], offsets, values, stream.dtype)
 
-    def operand(self, command: dict, memory: str) -> Operand:
-        """The register-file tensor this command reads (its input in `memory`), from the buffer's levels."""
-        name = next((b for b in command["inputs"] if self.buffers[b]["memory"] == memory), None)
-        if name is None:
-            raise Fault(f"the command reads no {memory.upper()} tensor, but an engine needs one")
+    def operand(self, command: dict, config: dict, memory: str) -> Operand:
+        """The register-file tensor an engine reads (the buffer its config names in `rf`), from the
+        buffer's levels."""
+        name = config.get("rf")
+        if name not in command["inputs"] or self.buffers[name]["memory"] != memory:
+            raise Fault(
+                f"`{config['stage']}` needs a {memory.upper()} tensor the command reads, its config names {name}"
+            )
         buffer = self.buffers[name]
         dtype = dtype_by_name(buffer["dtype"])
         levels = tuple(self.mapping(level) for level in buffer["levels"][3:])
@@ -144,7 +147,7 @@ class TensorUnit:
     def contract(self, stream: Stream, stage: str, config: dict, command: dict, pending: dict) -> Stream:
         """outer/packet/time only record their mappings; lane runs the fused fold (as upstream's CPU does)."""
         if stage == "contract_outer":
-            pending.update(lhs=stream, trf=self.operand(command, "trf"))
+            pending.update(lhs=stream, trf=self.operand(command, config, "trf"))
             pending.update(time=self.mapping(config["time"]), packet=self.mapping(config["packet"]))
             return stream
         if "lhs" not in pending:
@@ -197,8 +200,8 @@ def _commit_cast(relu: bool) -> Callable:
 def _binary(compute: Callable) -> Callable:
     def stage(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
         op, mode = parse_op(config["op"]), parse_op(config["mode"])
-        if config["operand"] == "None":  # a VRF tensor, broadcast into the stream's layout
-            vrf = unit.operand(command, "vrf")
+        if "rf" in config:  # a VRF tensor, broadcast into the stream's layout
+            vrf = unit.operand(command, config, "vrf")
             operand = _relayout(vrf.values, vrf.layout, stream.layout, broadcast=True)
         else:
             constant = float(config["operand"]) if stream.dtype.is_float else int(config["operand"])

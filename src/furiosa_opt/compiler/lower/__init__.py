@@ -4,8 +4,11 @@ one config per engine stage, and syncs order commands across contexts (see docs/
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from furiosa_opt.compiler import visa
 from furiosa_opt.compiler.lir import Buffer, Command, Lir
@@ -24,6 +27,7 @@ from furiosa_opt.compiler.visa import format_attr
 from furiosa_opt.diagnostics import Location, VerifyError
 from furiosa_opt.lang.tensors import DmTensor, HbmTensor, Tensor, TensorView, TrfTensor, VrfTensor
 from furiosa_opt.mapping import m
+from furiosa_opt.mapping.evaluate import evaluate
 
 VIEW_OPS = {"view", "view_mut", "tile", "pad", "unpad", "reshape"}
 DMA_OPS = {"to_dm", "to_hbm", "hbm_to_hbm", "to_dm_view", "to_hbm_view"}
@@ -56,10 +60,16 @@ class _Lowering:
 
     def buffer(self, value: visa.Value, op: visa.Op | None) -> str:
         tensor = self.objects[value.name]
-        memory = MEMORY[type(tensor)]
         name = f"T{len(self.buffers)}"
-        per_slice = tensor.params[-1].size * (tensor.params[3].size if isinstance(tensor, TrfTensor) else 1)
-        count = tensor.storage.size if memory == "dram" else per_slice
+        if isinstance(tensor, TensorView):  # a view argument: the window the runtime binds at launch
+            self.objects[f"{value.name}.base"] = tensor.base
+            self.of_value[f"{value.name}.base"] = name
+            count = _window_extent(tensor)
+            tensor = tensor.base
+        else:
+            per_slice = tensor.params[-1].size * (tensor.params[3].size if isinstance(tensor, TrfTensor) else 1)
+            count = tensor.storage.size if isinstance(tensor, HbmTensor) else per_slice
+        memory = MEMORY[type(tensor)]
         self.buffers[name] = Buffer(
             name,
             value.name,
@@ -100,6 +110,7 @@ class _Lowering:
         self.lifetimes(results, commands)
         lir = Lir(self.ir.identity, self.ir.chip, self.ir.pe, list(self.buffers.values()), commands, args, results)
         lir.axes = [(axis.name, axis.size) for axis in self.ir.axes]
+        lir.leaves = [(self.ir.path(i), value.type.kind) for i, value in enumerate(self.ir.args)]
         return lir
 
     def lower_op(self, op: visa.Op) -> None:
@@ -189,7 +200,7 @@ class _Lowering:
             fetch.attr("packet"),
             command.context,
         )
-        command.engines = [{"stage": op.opcode, **{k: format_attr(v) for k, v in op.attrs}} for op in chain[1:]]
+        command.engines = [self.engine(op) for op in chain[1:]]
         command.engines[0]["element"] = format_attr(view.element)  # what the fetch reads: the view's element
         if terminal.opcode in ("commit", "commit_view"):
             stream = self.objects[terminal.operands[0]]
@@ -204,6 +215,15 @@ class _Lowering:
                 command.outputs[0], destination.base, stream.dtype, stream.time, stream.packet, element, command.context
             )
 
+    def engine(self, op: visa.Op) -> dict:
+        """A stage's config: its attributes as vISA prints them, and `rf`, the register-file buffer it
+        reads when it takes one (a TRF for `contract_outer`, a VRF for a Vector Engine operand)."""
+        config = {"stage": op.opcode, **{k: format_attr(v) for k, v in op.attrs}}
+        operands = [self.base_of(name) for name in op.operands[1:] if name in self.of_value]
+        if operands:
+            config["rf"] = operands[0]
+        return config
+
     def lifetimes(self, results: list[str], commands: list[Command] | None = None) -> None:
         commands = commands if commands is not None else self.commands
         for buffer in self.buffers.values():
@@ -213,6 +233,13 @@ class _Lowering:
             buffer.last = max(uses, default=buffer.first)
         for name in results:
             self.buffers[name].last = len(commands)
+
+
+def _window_extent(view: TensorView) -> int:
+    """Positions a view argument spans: every outer block of the base, up to the view's last live cell."""
+    outer = math.prod(level.size for level in view.outer)
+    live = np.flatnonzero(evaluate(view.element.factors, np.arange(view.element.size, dtype=np.int64)).live)
+    return (outer - 1) * view.base.params[-1].size + (int(live[-1]) + 1 if len(live) else 0)
 
 
 def _location(op: visa.Op | None) -> Location | None:

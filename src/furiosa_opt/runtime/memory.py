@@ -1,0 +1,114 @@
+"""The simulated device's HBM: allocations that persist across launches, and the buffer HBM tensors keep.
+
+Under the NPU backend an `HbmTensor`'s bytes live here from the moment it is made on the host
+(`HostTensor.to_hbm`, `HbmTensor.new`, a kernel's result) until the last tensor or view that uses them is
+dropped. A launch binds its arguments in place, so what a kernel writes into an argument is what the host
+reads back. Host reads copy the bytes out (the PCIe download), so nothing the host derived earlier changes
+when a later launch writes the same memory.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import weakref
+
+import numpy as np
+
+from furiosa_opt.arch import RNGD
+from furiosa_opt.diagnostics import VerifyError
+
+ALIGN = RNGD.dma_burst_bytes  # every allocation starts on a DMA burst, as stage 2 places DRAM buffers
+
+
+class Allocation:
+    """`nbytes` bytes at device address `address`; returned to the device when garbage-collected."""
+
+    def __init__(self, memory: DeviceMemory, address: int, nbytes: int):
+        self.address, self.nbytes = address, nbytes
+        self.bytes = np.zeros(nbytes, dtype=np.uint8)
+        weakref.finalize(self, memory.release, address, nbytes)
+
+    def __repr__(self) -> str:
+        return f"<{self.nbytes} bytes of device HBM at {self.address:#x}>"
+
+
+class DeviceMemory:
+    """First-fit allocation over one chip's HBM address space (`RNGD.hbm_bytes_per_chip`)."""
+
+    def __init__(self, capacity: int = RNGD.hbm_bytes_per_chip):
+        self.capacity = capacity
+        self._free: list[tuple[int, int]] = [(0, capacity)]  # (address, bytes), sorted, coalesced
+        self._lock = threading.Lock()
+
+    @property
+    def free_bytes(self) -> int:
+        return sum(size for _, size in self._free)
+
+    def allocate(self, nbytes: int) -> Allocation:
+        span = max(ALIGN, -(-nbytes // ALIGN) * ALIGN)
+        with self._lock:
+            for i, (address, size) in enumerate(self._free):
+                if size >= span:
+                    self._free[i : i + 1] = [(address + span, size - span)] if size > span else []
+                    return Allocation(self, address, nbytes)
+        raise VerifyError(
+            "device-memory",
+            f"the device has no {nbytes} contiguous bytes of HBM left ({self.free_bytes} of {self.capacity} free); "
+            "drop tensors that are no longer needed",
+        )
+
+    def release(self, address: int, nbytes: int) -> None:
+        span = max(ALIGN, -(-nbytes // ALIGN) * ALIGN)
+        with self._lock:
+            i = bisect.bisect(self._free, (address, 0))
+            self._free.insert(i, (address, span))
+            merged: list[tuple[int, int]] = []
+            for start, size in self._free:
+                if merged and merged[-1][0] + merged[-1][1] == start:
+                    merged[-1] = (merged[-1][0], merged[-1][1] + size)
+                else:
+                    merged.append((start, size))
+            self._free = merged
+
+
+DEVICE = DeviceMemory()
+
+
+class DeviceBuf:
+    """An HBM tensor's buffer in device memory, read and written like the CPU backend's `Buf`."""
+
+    index = None  # no pending relayout: the buffer is the allocation itself
+
+    def __init__(self, allocation: Allocation, storage: np.dtype, offset: int = 0, count: int | None = None):
+        self.allocation, self.storage, self.offset = allocation, np.dtype(storage), offset
+        self.count = (allocation.nbytes - offset) // self.storage.itemsize if count is None else count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __repr__(self) -> str:
+        return f"DeviceBuf({self.allocation!r}, {self.storage}, offset={self.offset})"
+
+    def device_bytes(self) -> np.ndarray:
+        """The live uint8 view of the bytes in device memory (what a launch binds)."""
+        return self.allocation.bytes[self.offset : self.offset + self.count * self.storage.itemsize]
+
+    @property
+    def base(self) -> np.ndarray:
+        """A copy of the bytes as the storage dtype: the PCIe download every host read makes."""
+        return self.device_bytes().view(self.storage).copy()
+
+    def values(self) -> np.ndarray:
+        return self.base
+
+    def with_values(self, values: np.ndarray) -> DeviceBuf:
+        """Write `values` (the whole buffer, storage dtype) back into device memory: the PCIe upload."""
+        self.device_bytes().view(self.storage)[:] = values
+        return self
+
+
+def upload(values: np.ndarray) -> DeviceBuf:
+    """A new device allocation holding `values` (a host buffer in wire order)."""
+    values = np.ascontiguousarray(values)
+    return DeviceBuf(DEVICE.allocate(values.nbytes), values.dtype).with_values(values)
