@@ -70,7 +70,10 @@ def test_json_diagnostics_are_one_object_per_line():
 
 
 def test_messages_name_the_problem():
-    messages = {d.code: d.message for path in FIXTURES for d in diagnostics_of(path)}
+    messages: dict[str, str] = {}  # code → every message with that code, one per line (fixtures share codes)
+    for path in FIXTURES:
+        for d in diagnostics_of(path):
+            messages[d.code] = f"{messages.get(d.code, '')}\n{d.message}"
     assert "Collect packet mismatch. Expected: `B`, got: `B % 16, B / 16`" in messages["collect-packet-mismatch"]
     assert "Lane::SIZE must be 1, 2, 4, or 8, got 3" in messages["trf-lane-size"]
     assert "exceeds register file capacity (65536 bytes)" in messages["trf-capacity"]
