@@ -81,3 +81,50 @@ def test_arguments_are_checked_against_the_edf():
     ):
         runtime.execute(gemm_kernel.identity, edf, [right, wrong], returns)
     assert isinstance(right, HbmTensor)
+
+
+INPLACE_KERNEL = '''
+from furiosa_opt import *
+
+A, B = axes(A=256, B=8)
+
+
+@device
+def increment(ctx: Context, x: HbmTensor[i32, m["1"], m["A, B"]], out: HbmTensor[i32, m["1"], m["A, B"]]) -> None:
+    dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A"], m["B"])
+    result = (
+        ctx.main.begin(dm.view()).fetch(m["1"], m["B"]).collect(m["1"], m["B"])
+        .vector_init().vector_intra_slice_tag(TagMode.Zero).vector_fxp(FxpBinaryOp.AddFxp, 1).vector_final()
+        .commit_trim(m["B"]).commit(m["B"])
+    )
+    result.view().to_hbm_view(ctx.tdma, out.view_mut())
+'''
+
+INPLACE_HOST = '''
+import hashlib
+import numpy as np
+from furiosa_opt import *
+from {name}.kernel.inplace_kernel import A, B, increment
+
+with Context.acquire() as ctx:
+    x = np.arange(2048, dtype=np.int32).reshape(256, 8)
+    a = HostTensor.from_numpy(x, i32, m["A, B"]).to_hbm(ctx.pdma)
+    b = HostTensor.zeros(i32, m["A, B"]).to_hbm(ctx.pdma)
+    launch(increment, ctx, a, b)  # b = a + 1
+    launch(increment, ctx, b, a)  # a = b + 1: reads what the first launch wrote
+    got = a.to_host(ctx.pdma).to_numpy(), b.to_host(ctx.pdma).to_numpy()
+    assert np.array_equal(got[0], x + 2) and np.array_equal(got[1], x + 1), got
+    print("in place", hashlib.sha256(b"".join(g.tobytes() for g in got)).hexdigest())
+'''
+
+
+def test_out_parameters_survive_the_npu_backend_under_the_wrapper(package):
+    root, name = package
+    (root / "src" / name / "kernel" / "inplace_kernel.py").write_text(INPLACE_KERNEL)
+    (root / "src" / name / "inplace.py").write_text(INPLACE_HOST.format(name=name))
+    cpu = run(root, sys.executable, "-m", f"{name}.inplace")
+    npu = run(root, str(TOOL), "python", "-m", f"{name}.inplace")
+    assert cpu.returncode == 0 and npu.returncode == 0, cpu.stderr + npu.stdout + npu.stderr
+    assert "on the TCP simulator" in npu.stderr and "on the TCP simulator" not in cpu.stderr
+    assert cpu.stdout.splitlines()[-1] == npu.stdout.splitlines()[-1]
+    assert (root.parent / "out" / name / f"{name}.kernel.inplace_kernel.increment.edf").is_file()
