@@ -1,4 +1,4 @@
-"""Schedule JSON (shared/DESIGN.md §2.6) read into typed, checked records.
+"""Schedule JSON (docs/design.md, "Schedule JSON") read into typed, checked records.
 
 Both shapes load: ours (`format`, `version`, `kernel`, `makespan`, `source` on each instruction) and
 upstream's, which may lack all of those; then the makespan is the last instruction's end and the

@@ -1,6 +1,6 @@
 """The CPU backend: every kernel operation on host numpy buffers, with upstream's numeric semantics.
 
-A value is a physical buffer in wire order with zeroed padding (shared/DESIGN.md §4). Moves are lazy:
+A value is a physical buffer in wire order with zeroed padding (docs/design.md, "Numeric semantics"). Moves are lazy:
 a `Buf` is a base array plus an index map (source position per position, -1 = padding reads zero), so
 a chain of relayouts (HBM → DM → fetch → collect → contraction) costs one composed gather, computed
 once per chain of layouts and cached. Arithmetic materialises.

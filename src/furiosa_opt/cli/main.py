@@ -1,4 +1,4 @@
-"""Entry point of the `furiosa-opt` command (shared/DESIGN.md §2.4).
+"""Entry point of the `furiosa-opt` command (docs/design.md, "The furiosa-opt command").
 
 `compile`, `cache`, `schedule`, `view`, `new` and `doctor` are subcommands; `run`, `test`, `bench`,
 `build`, `check`, `doc` and literal `python …` / `pytest …` lines go to the wrapper (`wrapper.py`), split

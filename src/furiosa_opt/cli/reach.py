@@ -1,4 +1,4 @@
-"""Which kernels a wrapped command needs (shared/DESIGN.md §2.4): those its targets import.
+"""Which kernels a wrapped command needs (docs/design.md, "The furiosa-opt command"): those its targets import.
 
 A command's targets are the files it will run (a host program, test files and their conftest.py); the
 kernels it needs are the `@device` functions of every module those files import, transitively, read

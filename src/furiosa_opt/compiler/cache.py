@@ -1,4 +1,4 @@
-"""The per-kernel artifact cache in `FURIOSA_OPT_OUT_DIR` (shared/DESIGN.md §2.5–2.6).
+"""The per-kernel artifact cache in `FURIOSA_OPT_OUT_DIR` (docs/design.md, "Artifacts, cache and formats").
 
 `<out>/<import package>/<kernel identity>.edf` is the artifact; beside it `<identity>.json` records the
 keys. The *fast key* hashes what can change the kernel without importing anything: the source closure

@@ -140,7 +140,7 @@ def _slices(lir: Lir) -> int:
 
 
 def schedule_json(plan: Schedule) -> dict:
-    """Upstream's Schedule Viewer format (spec/movement.md §10.3–10.4), plus format/version/kernel."""
+    """Upstream's Schedule Viewer format plus format/version/kernel/makespan (docs/design.md, "Schedule JSON")."""
     lir = plan.lir
     index_of = {b.name: i for i, b in enumerate(lir.buffers)}
     instructions = []

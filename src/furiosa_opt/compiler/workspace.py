@@ -1,4 +1,4 @@
-"""Kernel packages and workspaces (shared/DESIGN.md §2.1): finding them, selecting them, importing them.
+"""Kernel packages and workspaces (docs/design.md, same title): finding them, selecting them, importing them.
 
 A kernel package is a Python project whose pyproject.toml says `[tool.furiosa-opt] kernel-package =
 true`; a workspace's pyproject.toml lists member globs under `[tool.furiosa-opt-workspace]`. Selection

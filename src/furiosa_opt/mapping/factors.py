@@ -5,7 +5,7 @@ mixed-radix digit of the buffer position: `e` physical values, of which the firs
 `digit·s` to the atom's coordinate; the rest are padding of kind `k`. Atoms are axes, the broadcast
 `BC` (adds nothing), or a composite `Comp(K)`: a canonical factor tuple kept whole, whose coordinate is
 the sum of its digits and is decoded only after summing (so `[A # 4 / 2, A # 4 % 2]` sees `A # 4`'s
-padding instead of overshooting `A`). See shared/spec/algebra.md §1 for the rules R1–R7 used here.
+padding instead of overshooting `A`). `normalize` and `canon` apply rules R1–R7, each named where it is used.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A tiny HTTP server for the viewers (shared/DESIGN.md §2.4, §5).
+"""A tiny HTTP server for the viewers (docs/design.md, "Quality bars").
 
 It serves only the files packaged in `static/` (looked up by exact name, so no path can escape the
 folder) and the single file it was given at `/data`. It binds to loopback unless told otherwise,
