@@ -147,7 +147,11 @@ def test_tuple_and_dataclass_parameters():
         first, second = run(swap_pair, ctx, (rows(ctx, a), rows(ctx, b)))
         target = rows(ctx, np.zeros((256, 8), np.int32))
         run(run_transfer, ctx, Transfer(source=rows(ctx, a), target=target))
-        return first.to_host(ctx.pdma).to_numpy(), second.to_host(ctx.pdma).to_numpy(), target.to_host(ctx.pdma).to_numpy()
+        return (
+            first.to_host(ctx.pdma).to_numpy(),
+            second.to_host(ctx.pdma).to_numpy(),
+            target.to_host(ctx.pdma).to_numpy(),
+        )
 
     first, second, target = on_both(scenario)
     np.testing.assert_array_equal(first, b)

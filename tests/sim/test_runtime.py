@@ -83,7 +83,7 @@ def test_arguments_are_checked_against_the_edf():
     assert isinstance(right, HbmTensor)
 
 
-INPLACE_KERNEL = '''
+INPLACE_KERNEL = """
 from furiosa_opt import *
 
 A, B = axes(A=256, B=8)
@@ -98,9 +98,9 @@ def increment(ctx: Context, x: HbmTensor[i32, m["1"], m["A, B"]], out: HbmTensor
         .commit_trim(m["B"]).commit(m["B"])
     )
     result.view().to_hbm_view(ctx.tdma, out.view_mut())
-'''
+"""
 
-INPLACE_HOST = '''
+INPLACE_HOST = """
 import hashlib
 import numpy as np
 from furiosa_opt import *
@@ -115,7 +115,7 @@ with Context.acquire() as ctx:
     got = a.to_host(ctx.pdma).to_numpy(), b.to_host(ctx.pdma).to_numpy()
     assert np.array_equal(got[0], x + 2) and np.array_equal(got[1], x + 1), got
     print("in place", hashlib.sha256(b"".join(g.tobytes() for g in got)).hexdigest())
-'''
+"""
 
 
 def test_out_parameters_survive_the_npu_backend_under_the_wrapper(package):
