@@ -13,11 +13,8 @@ import pytest
 from example_kernels import KERNELS as EXAMPLES
 
 from furiosa_opt.analysis.schedule import load_schedule
-from furiosa_opt.cli import reach
-from furiosa_opt.cli.compile import targets
 from furiosa_opt.cli.new import create
 from furiosa_opt.cli.wrapper import asks_help, split
-from furiosa_opt.compiler.workspace import locate
 
 TOOL = Path(sys.executable).with_name("furiosa-opt")
 KERNELS = sorted(f"{name}_kernel" for name in EXAMPLES)
@@ -102,43 +99,36 @@ def test_check_writes_nothing_and_a_broken_kernel_stops_every_command(package):
     assert code == 1 and "4 compiled, 0 up to date, 1 failed" in text, text
 
 
-def test_reachability_follows_helpers_and_star_reexports_but_not_unimported_modules(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("[tool.furiosa-opt]\nkernel-package = true\n")
-    source = tmp_path / "src" / "pkg"
-    (source / "kernel").mkdir(parents=True)
-    (source / "apps").mkdir()
-    kernel = "from furiosa_opt import device\n\n\n@device\ndef {0}(ctx):\n    pass\n"
-    files = {
-        "__init__.py": "",
-        "kernel/__init__.py": "from .used_kernel import *\n",
-        "kernel/used_kernel.py": kernel.format("used"),
-        "kernel/unused_kernel.py": kernel.format("unused"),
-        "helper.py": "from . import kernel\n",
-        "program.py": "import pkg.helper as h\n\nh.kernel.used\n",
-        "other.py": "from pkg.kernel.unused_kernel import unused\n",
-        "apps/__init__.py": "",
-        "apps/tool.py": "from ..kernel.used_kernel import used\n",
-    }
-    for path, text in files.items():
-        (source / path).write_text(text)
-    tests = tmp_path / "tests"
-    tests.mkdir()
-    (tests / "test_program.py").write_text("from pkg.program import h\n")
-    packages = locate(tmp_path).default
-    found, problems = targets(packages)
-    assert problems == [] and len(found) == 2
+PAIR_TEST = """import numpy as np
 
-    def reached(files: list[Path]) -> list[str]:
-        return [t.source.identity for t in reach.needed(found, files, packages)]
+from furiosa_opt import Context, HostTensor, i32, launch, m
+from {package}.kernel.pair import A, {kernel}
 
-    assert reached(reach.tested_files(["tests/test_program.py::test_x"], tmp_path)) == ["pkg.kernel.used_kernel.used"]
-    assert reached(reach.tested_files(["tests"], tmp_path)) == ["pkg.kernel.used_kernel.used"]
-    assert reached(reach.python_files(["-m", "pkg.program"], packages, tmp_path)) == ["pkg.kernel.used_kernel.used"]
-    assert reached(reach.run_files("pkg.apps.tool", packages, tmp_path)) == ["pkg.kernel.used_kernel.used"]
-    assert reached(reach.run_files("pkg.other", packages, tmp_path)) == [
-        "pkg.kernel.unused_kernel.unused",
-        "pkg.kernel.used_kernel.used",  # importing a submodule runs its package's __init__ too
-    ]
+
+def test_adds_one():
+    x = np.arange(2048, dtype=np.int32) * 7 - 5000
+    with Context.acquire() as ctx:
+        out = launch({kernel}, ctx, HostTensor.from_numpy(x, i32, m[A]).to_hbm(ctx.pdma)).to_host(ctx.pdma)
+    assert np.array_equal(out.to_numpy(), x + 1)
+"""
+
+
+def test_a_test_compiles_only_the_kernel_it_imports_by_name_and_a_broken_neighbour_stops_only_its_users(package):
+    root, name = package
+    good = (root / "src" / name / "kernel" / "constant_add_kernel.py").read_text()
+    good = good.replace("def constant_add_kernel(", "def good(")
+    bad = good[good.index("@device") :].replace("def good(", "def bad(")
+    bad = bad.replace('.collect(m["1"], m["A % 8"])', '.collect(m["1"], m["A % 4"])')  # a stage-1 static rule
+    (root / "src" / name / "kernel" / "pair.py").write_text(f"{good}\n\n{bad}")
+    for kernel in ("good", "bad"):
+        (root / "tests" / f"test_{kernel}.py").write_text(PAIR_TEST.format(package=name, kernel=kernel))
+    code, text = wrap(root, "test", "-s", "-q", "-p", "no:cacheprovider", "tests/test_good.py")
+    assert code == 0 and "1 passed" in text and text.count("on the TCP simulator") == 1, text
+    assert edfs(root) == ["good"]  # its neighbour `bad` was never compiled
+    code, text = wrap(root, "test", "-q", "-p", "no:cacheprovider", "tests/test_bad.py")
+    assert code == 1 and "error[collect-flit]" in text and f"{name}/kernel/pair.py:" in text, text
+    assert "0 compiled, 0 up to date, 1 failed" in text and "passed" not in text, text  # pytest never ran
+    assert edfs(root) == ["good"]
 
 
 def test_the_command_line_is_split_before_argparse_and_help_stops_at_the_double_dash():

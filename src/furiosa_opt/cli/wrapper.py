@@ -1,10 +1,11 @@
 """`furiosa-opt [-p PKG]... run|test|build|check|python|pytest …`: the NPU build of a command.
 
-The pre-step compiles the kernels the command needs (those its targets import, `reach.py`; every kernel
-of the selected packages when it names no target), cached as `compile` does, and a compile error stops
-the command before it runs. The command then runs as a child on the NPU backend with the artifacts'
-directory and the packages' sources on PYTHONPATH; the launch runtime never compiles. The command line is
-split by hand, not by argparse, because everything after `<command>` belongs to the command verbatim.
+The pre-step compiles the kernels the command needs (those its targets can name, `reach.py`; every
+kernel of the selected packages when it names no target), cached as `compile` does, and a compile error
+in one of them stops the command before it runs. The command then runs as a child on the NPU backend
+with the artifacts' directory and the packages' sources on PYTHONPATH; the launch runtime never
+compiles. The command line is split by hand, not by argparse, because everything after `<command>`
+belongs to the command verbatim.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from furiosa_opt import env
 from furiosa_opt.cli import reach
 from furiosa_opt.cli.catalogue import write_catalogue
-from furiosa_opt.cli.compile import NO_DUMPS, Reporter, build_all, compile_target, reported_targets, selection
+from furiosa_opt.cli.compile import NO_DUMPS, Reporter, build_all, compile_target, reported_targets, selection, targets
 from furiosa_opt.compiler.workspace import Package
 
 WRAPPED = ("run", "test", "bench", "build", "check", "doc", "python", "pytest")
@@ -28,7 +29,7 @@ WRAPPER_HELP = """NPU builds of a command: furiosa-opt [-p|--package PKG]... <co
   check                        compile and verify every kernel, writing nothing and running nothing
   doc                          write a kernel catalogue (signatures, makespans, schedules)
   python … / pytest …          run the line on the NPU backend
-Before running, the kernels the command imports are compiled (all of them when it names no file)."""
+Before running, the kernels the command's files name are compiled (all of them when it names no file)."""
 
 
 def split(args: list[str]) -> tuple[list[str], str, list[str]] | None:
@@ -101,11 +102,13 @@ def _files(command: str, args: list[str], packages: list[Package]) -> list[Path]
 
 
 def _prestep(packages: list[Package], files: list[Path], out: Path, report: Reporter) -> int:
-    found, problems = reported_targets(packages, report)
-    if problems:
-        return 1
-    selected = reach.needed(found, files, packages) if files else found
-    return build_all(selected, out, NO_DUMPS, report)
+    """Compile what the command's files need; a module that does not parse stops it only if they import it."""
+    found, problems = targets(packages)
+    if files:
+        found, problems = reach.needed(found, problems, files, packages)
+    for problem in problems:
+        report.diagnostic(problem)
+    return 1 if problems else build_all(found, out, NO_DUMPS, report)
 
 
 def _check(packages: list[Package], report: Reporter) -> int:

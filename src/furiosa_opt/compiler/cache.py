@@ -68,7 +68,7 @@ def import_closure(files: list[Path], roots: list[Path]) -> list[Path]:
         if path in seen or not path.is_file():
             continue
         seen.add(path)
-        root = max((r for r in roots if r in path.parents), key=lambda r: len(r.parts), default=None)
+        root = root_of(path, roots)
         package: list[str] = []  # the package a relative import starts from (for __init__.py: itself)
         if root is not None:
             stack += _parents(path, root)
@@ -83,19 +83,51 @@ def import_closure(files: list[Path], roots: list[Path]) -> list[Path]:
     return sorted(seen)
 
 
+def root_of(path: Path, roots: list[Path]) -> Path | None:
+    """The deepest of `roots` that holds `path` (its imports resolve from there), if any."""
+    return max((r for r in roots if r in path.parents), key=lambda r: len(r.parts), default=None)
+
+
 def _parents(path: Path, root: Path) -> list[Path]:
     return [p / "__init__.py" for p in path.parents if p != root and root in p.parents]
 
 
 def _imported(node: ast.AST, package: list[str]) -> list[str]:
-    """Module names an import statement may load (`from a import b` may mean the module `a.b`)."""
+    """Module names a statement may load (`from a import b` may mean the module `a.b`)."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     if isinstance(node, ast.ImportFrom):
-        start = package[: len(package) - node.level + 1] if node.level else []
-        base = ".".join([*start, *(node.module.split(".") if node.module else [])])
+        base = from_module(node, package)
         return [base, *(f"{base}.{alias.name}" for alias in node.names)]
-    return []
+    return loaded_by_name(node) or []
+
+
+def from_module(node: ast.ImportFrom, package: list[str]) -> str:
+    """The absolute name of the module a `from … import` reads, relative levels resolved against `package`."""
+    start = package[: len(package) - node.level + 1] if node.level else []
+    return ".".join([*start, *(node.module.split(".") if node.module else [])])
+
+
+LOADERS = ("import_module", "run_module")  # importlib's and runpy's loaders of a module named by a string
+
+
+def loaded_by_name(node: ast.AST) -> list[str] | None:
+    """Modules a node loads by a name written as a string (`import_module("a.b")`, `run_module("a.b")`,
+    pytest's `pytest_plugins = ["a.b"]`); None when that name cannot be known: computed, relative, or
+    passed to `__import__` (which hands back the top package rather than the module it names)."""
+    if isinstance(node, ast.Call):
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if callee == "__import__":
+            return None
+        if callee not in LOADERS:
+            return []
+        names = node.args[:1]
+    elif isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "pytest_plugins" for t in node.targets):
+        names = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+    else:
+        return []
+    literal = [n.value for n in names if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return literal if names and len(literal) == len(names) and not any(n.startswith(".") for n in literal) else None
 
 
 def module_files(name: str, root: Path) -> list[Path]:
