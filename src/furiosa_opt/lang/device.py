@@ -92,7 +92,7 @@ class DeviceFunction:
         try:
             return [leaf for p, a in zip(declared, args, strict=True) for leaf in params.leaves(p.type, a, p.name)]
         except params.ParamError as error:
-            raise VerifyError("launch-argument", f"argument {error} of `{self.identity}`") from None
+            raise VerifyError("launch-argument", f"`{self.identity}`: argument {error}") from None
 
     @property
     def signature(self) -> tuple[list[Parameter], tuple[TensorType, ...] | None]:
