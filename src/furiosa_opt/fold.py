@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from furiosa_opt import dtypes
 from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping.factors import Factors
 from furiosa_opt.mapping.relayout import relayout_index
+from furiosa_opt.memo import bytes_cache
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class ContractionPlan:
     rhs: np.ndarray
 
 
-@lru_cache(maxsize=64)
+@bytes_cache(256 << 20)
 def contraction_plan(lhs_map: Factors, rhs_map: Factors, pre_reduce: Factors, out: Factors) -> ContractionPlan:
     """For each output cell, the operand positions of its contributions in `pre_reduce` wire order.
 

@@ -9,7 +9,6 @@ once per chain of layouts and cached. Arithmetic materialises.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from furiosa_opt.fold import ContractionPlan, contraction_plan, fold
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.mapping.factors import Factors, size
 from furiosa_opt.mapping.relayout import relayout_index
+from furiosa_opt.memo import ByteLru, bytes_cache
 
 
 @dataclass(eq=False)
@@ -62,7 +62,7 @@ def record(name: str, operands: tuple, results: tuple, **attrs) -> None:
     """The CPU backend executes as it goes; there is nothing to record."""
 
 
-_MEMO: dict[tuple[int, ...], tuple[tuple[np.ndarray, ...], np.ndarray]] = {}
+_MEMO = ByteLru(512 << 20)
 
 
 def _memo(inputs: tuple[np.ndarray, ...], compute) -> np.ndarray:
@@ -73,9 +73,7 @@ def _memo(inputs: tuple[np.ndarray, ...], compute) -> np.ndarray:
         return hit[1]
     result = compute()
     result.flags.writeable = False
-    if len(_MEMO) > 4096:
-        _MEMO.clear()
-    _MEMO[key] = (inputs, result)
+    _MEMO.put(key, (inputs, result))  # the inputs are kept so that their ids stay theirs
     return result
 
 
@@ -99,7 +97,7 @@ def elementwise(fn, *bufs: Buf) -> Buf:
 # ---- views ------------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=512)
+@bytes_cache(256 << 20)
 def window_index(outer: int, element: int, window: int, view: Factors) -> np.ndarray:
     """Base positions of a view [outer, view] whose cell p of each outer block sits at window + p."""
     layout = evaluate(view, np.arange(size(view), dtype=np.int64))

@@ -8,16 +8,16 @@ rules upstream's sequencer enforces, checked here structurally on the joint refi
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.mapping.expr import MappingError
 from furiosa_opt.mapping.factors import BC, Comp, Factors, SymAtom, has_composite, render_factors, size
 from furiosa_opt.mapping.refine import describe_subdigit, refine
+from furiosa_opt.memo import bytes_cache
 
 _CHUNK = 1 << 22
+RELAYOUT_CACHE_BYTES = 512 << 20  # index maps kept for reuse, least recently used dropped first
 
 
 class RelayoutError(MappingError):
@@ -77,7 +77,7 @@ def position_of(fs: Factors, coords: dict[str, np.ndarray], shape: tuple[int, ..
     return out
 
 
-@lru_cache(maxsize=1024)
+@bytes_cache(RELAYOUT_CACHE_BYTES)
 def relayout_index(src: Factors, dst: Factors, allow_broadcast: bool = True, allow_drop: bool = False) -> np.ndarray:
     """Source position per destination position (-1 at destination padding). Cached per pair."""
     check_relayout(src, dst, allow_broadcast, allow_drop)
