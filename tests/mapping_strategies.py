@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from furiosa_opt.mapping import axes
 from furiosa_opt.mapping.expr import Axis, Mapping, Node, Num, Op, PadKind, Pair, Sym
+from furiosa_opt.mapping.parse import parse
 
 POOL = (Axis("A", 3), Axis("B", 4), Axis("C", 6), Axis("D", 8), Axis("E", 5))
 SIZES = {axis.name: axis.size for axis in POOL}
@@ -65,3 +67,38 @@ def _over_axis(node: Node) -> bool:
 
 def mappings(depth: int = 4) -> st.SearchStrategy[Mapping]:
     return nodes(depth).map(Mapping.from_node)
+
+
+# ---- pairs of layouts of the same axes (relayout properties) -------------------------------------
+
+PAIR_POOL = axes(D=8, B=4, C=6)
+SCOPE = {axis.name: axis for axis in PAIR_POOL}
+CHAINS = {"D": [[8], [2, 4], [4, 2], [2, 2, 2]], "B": [[4], [2, 2]], "C": [[6], [2, 3], [3, 2]]}
+
+
+def _digit(name: str, n: int, stride: int, count: int) -> str:
+    text = name if stride == 1 else f"{name} / {stride}"
+    return text if stride * count == n else f"{text} % {count}"
+
+
+@st.composite
+def layout_pairs(draw):
+    """Two layouts of the same axes cut at the same boundaries: different order and padding."""
+    pieces = []
+    for axis in PAIR_POOL:
+        chain, stride = draw(st.sampled_from(CHAINS[axis.name])), 1
+        for count in chain:
+            pieces.append(_digit(axis.name, axis.size, stride, count) + f"@{count}")
+            stride *= count
+
+    def render(order):
+        parts = []
+        for piece in order:
+            text, count = piece.split("@")
+            pad = draw(st.integers(0, 2))
+            parts.append(f"{text} # {int(count) + pad}" if pad else text)
+        return ", ".join(parts)
+
+    src = render(draw(st.permutations(pieces)))
+    dst = render(draw(st.permutations(pieces)))
+    return parse(src, SCOPE), parse(dst, SCOPE)

@@ -6,10 +6,9 @@ import itertools
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from mapping_strategies import layout_pairs
 
 from furiosa_opt.mapping import MappingError, axes, m
-from furiosa_opt.mapping.parse import parse
 from furiosa_opt.mapping.relayout import relayout_index
 
 
@@ -87,38 +86,6 @@ def test_refused_moves(src, dst, broadcast, message):
 
 
 # ---- properties ------------------------------------------------------------------------------------
-
-POOL = axes(D=8, B=4, C=6)
-SCOPE = {axis.name: axis for axis in POOL}
-CHAINS = {"D": [[8], [2, 4], [4, 2], [2, 2, 2]], "B": [[4], [2, 2]], "C": [[6], [2, 3], [3, 2]]}
-
-
-def _digit(name: str, n: int, stride: int, count: int) -> str:
-    text = name if stride == 1 else f"{name} / {stride}"
-    return text if stride * count == n else f"{text} % {count}"
-
-
-@st.composite
-def layout_pairs(draw):
-    """Two layouts of the same axes cut at the same boundaries: different order and padding."""
-    pieces = []
-    for axis in POOL:
-        chain, stride = draw(st.sampled_from(CHAINS[axis.name])), 1
-        for count in chain:
-            pieces.append(_digit(axis.name, axis.size, stride, count) + f"@{count}")
-            stride *= count
-
-    def render(order):
-        parts = []
-        for piece in order:
-            text, count = piece.split("@")
-            pad = draw(st.integers(0, 2))
-            parts.append(f"{text} # {int(count) + pad}" if pad else text)
-        return ", ".join(parts)
-
-    src = render(draw(st.permutations(pieces)))
-    dst = render(draw(st.permutations(pieces)))
-    return parse(src, SCOPE), parse(dst, SCOPE)
 
 
 def _brute_force(src, dst):
