@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from furiosa_opt import dtypes
 from furiosa_opt.dtypes import DType
-from furiosa_opt.mapping.factors import Factors
+from furiosa_opt.mapping.factors import BC, Factors
 from furiosa_opt.mapping.relayout import relayout_index
+from furiosa_opt.mapping.views import Source, Target, joint, layout_source, layout_target
 from furiosa_opt.memo import bytes_cache
 
 
@@ -77,6 +79,59 @@ def fold(
     result = np.zeros((*lhs.shape[:-1], out_size), dtype=acc)
     result[..., plan.out_live] = total
     return result
+
+
+@dataclass(frozen=True)
+class FoldViews:
+    """A contraction read through views: both operands as `[reduced…, kept…]` sub-digit views of the
+    joint layout, folded over the reduced ones in wire order, then placed into the output layout."""
+
+    lhs: Source
+    rhs: Source
+    reduced: tuple[int, ...]  # the contracted sub-digits' counts, in `pre_reduce` wire order
+    out: Target  # the kept sub-digits (in `pre_reduce` order) placed into the output layout
+    kept_order: tuple[int, ...]  # kept sub-digits from `pre_reduce` order to the output's order
+
+
+@lru_cache(maxsize=256)
+def fold_views(lhs_map: Factors, rhs_map: Factors, pre_reduce: Factors, out: Factors) -> FoldViews | None:
+    """The contraction as views, or None where views cannot express it (composites, ragged cuts, a
+    broadcast factor inside `pre_reduce`, an output axis the contraction does not produce)."""
+    if any(f.atom == BC and f.m > 1 for f in pre_reduce):
+        return None
+    subs = joint(pre_reduce, lhs_map, rhs_map, out)
+    if subs is None:
+        return None
+    pre_subs, _, _, out_subs = subs
+    kept_keys = {(d.key, d.cut) for d in out_subs}
+    reduced = [d for d in pre_subs if (d.key, d.cut) not in kept_keys]
+    kept = [d for d in pre_subs if (d.key, d.cut) in kept_keys]
+    if {(d.key, d.cut) for d in kept} != kept_keys or any(
+        next(o for o in out_subs if (o.key, o.cut) == (d.key, d.cut)).count != d.count for d in kept
+    ):
+        return None
+    order = [(d.key, d.cut, d.count) for d in reduced + kept]
+    lhs, rhs = layout_source(lhs_map, subs[1], order), layout_source(rhs_map, subs[2], order)
+    target = layout_target(out, out_subs)
+    if lhs is None or rhs is None or target is None:
+        return None
+    position = {(d.key, d.cut): i for i, d in enumerate(kept)}
+    kept_order = tuple(position[(d.key, d.cut)] for d in out_subs)
+    return FoldViews(lhs, rhs, tuple(d.count for d in reduced), target, kept_order)
+
+
+def fold_through_views(plan: FoldViews, lhs: np.ndarray, rhs: np.ndarray, acc: np.dtype) -> np.ndarray:
+    """`out[..., o] = Σ lhs·rhs` over the contracted positions of each output, folded from zero in wire
+    order (no FMA, no pairwise sums); operands are widened `[..., positions]` arrays."""
+    left, right = plan.lhs.view(lhs), plan.rhs.view(rhs)
+    lead = (slice(None),) * (lhs.ndim - 1)
+    total = np.zeros((), dtype=acc)
+    with np.errstate(all="ignore"):
+        for step in np.ndindex(*plan.reduced):
+            total = total + left[lead + step] * right[lead + step]
+    first = lhs.ndim - 1
+    kept = total.transpose(tuple(range(first)) + tuple(first + i for i in plan.kept_order))
+    return plan.out.place(kept)
 
 
 def widener(acc: DType, operand: DType) -> Callable[[np.ndarray], np.ndarray]:

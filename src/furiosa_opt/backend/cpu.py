@@ -1,9 +1,11 @@
 """The CPU backend: every kernel operation on host numpy buffers, with upstream's numeric semantics.
 
-A value is a physical buffer in wire order with zeroed padding (docs/design.md, "Numeric semantics"). Moves are lazy:
-a `Buf` is a base array plus an index map (source position per position, -1 = padding reads zero), so
-a chain of relayouts (HBM → DM → fetch → collect → contraction) costs one composed gather, computed
-once per chain of layouts and cached. Arithmetic materialises.
+A value is a physical buffer in wire order with zeroed padding (docs/design.md, "Numeric semantics").
+Every mapping the examples use is a mixed-radix split of axes, so a relayout is numpy views — reshape into
+digits, transpose, broadcast, pad — and one copy (`mapping/views.py`); views into HBM and DM are slices;
+the contraction reads its operands through views and folds in wire order (`fold.fold_views`). Only
+layouts with composite atoms (`[A, B] # 12`) fall back to index maps: then a `Buf` is a base array plus
+an index map (source position per position, -1 = padding reads zero), composed lazily along a chain.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from furiosa_opt.fold import ContractionPlan, contraction_plan, fold
+from furiosa_opt.fold import ContractionPlan, contraction_plan, fold, fold_through_views, fold_views
+from furiosa_opt.mapping import views
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.mapping.factors import Factors, size
-from furiosa_opt.mapping.relayout import relayout_index
+from furiosa_opt.mapping.relayout import check_relayout, relayout_index
 from furiosa_opt.memo import ByteLru, bytes_cache
 
 
@@ -85,7 +88,12 @@ def compose(inner: np.ndarray | None, outer: np.ndarray) -> np.ndarray:
 
 
 def relayout(buf: Buf, src: Factors, dst: Factors, broadcast: bool, drop: bool = False) -> Buf:
-    return Buf(buf.base, compose(buf.index, relayout_index(src, dst, broadcast, drop)))
+    """`buf` laid out as `dst`: numpy views and one copy; an index map only where views cannot say it."""
+    check_relayout(src, dst, broadcast, drop)
+    view = views.plan(src, dst)
+    if view is None:
+        return Buf(buf.base, compose(buf.index, relayout_index(src, dst, broadcast, drop)))
+    return Buf(view.apply(buf.values()))
 
 
 def elementwise(fn, *bufs: Buf) -> Buf:
@@ -99,7 +107,8 @@ def elementwise(fn, *bufs: Buf) -> Buf:
 
 @bytes_cache(256 << 20)
 def window_index(outer: int, element: int, window: int, view: Factors) -> np.ndarray:
-    """Base positions of a view [outer, view] whose cell p of each outer block sits at window + p."""
+    """Base positions of a view [outer, view] whose cell p of each outer block sits at window + p (for
+    views with composite atoms; the others move as slices, `_window`)."""
     layout = evaluate(view, np.arange(size(view), dtype=np.int64))
     local = np.where(layout.live, window + np.arange(size(view)), -1)
     if local.max(initial=-1) >= element:
@@ -110,16 +119,42 @@ def window_index(outer: int, element: int, window: int, view: Factors) -> np.nda
     return index
 
 
+def _window(element: int, window: int, view: Factors) -> views.Live | None:
+    """The view's live cells, checked to stay inside the element; None for views with composite atoms."""
+    live = views.live_cells(view)
+    if live is not None and window + live.extent > element:
+        raise IndexError(f"the view reaches position {window + live.extent - 1} of an element of {element} positions")
+    return live
+
+
 def window_read(buf: Buf, outer: int, element: int, window: int, view: Factors) -> Buf:
-    return Buf(buf.base, compose(buf.index, window_index(outer, element, window, view)))
+    live = _window(element, window, view)
+    if live is None:
+        return Buf(buf.base, compose(buf.index, window_index(outer, element, window, view)))
+    span = min(size(view), element - window)
+    seen = np.zeros((outer, size(view)), dtype=buf.values().dtype)
+    seen[:, :span] = buf.values().reshape(outer, element)[:, window : window + span]
+    out = np.zeros((outer, *live.shape), dtype=seen.dtype)
+    cells = (slice(None), *live.take)
+    out[cells] = seen.reshape(outer, *live.shape)[cells]
+    return Buf(out.reshape(-1))
 
 
 def window_write(base: Buf, outer: int, element: int, window: int, view: Factors, src: Buf) -> Buf:
     """The base buffer with the live cells of a view (`src`, laid out as [outer, view]) written in."""
-    index = window_index(outer, element, window, view)
-    live = index >= 0
     written = base.values().copy()
-    written[index[live]] = src.values()[live]
+    live = _window(element, window, view)
+    if live is None:
+        index = window_index(outer, element, window, view)
+        written[index[index >= 0]] = src.values()[index >= 0]
+        return base.with_values(written)
+    span = min(size(view), element - window)
+    region = np.zeros((outer, size(view)), dtype=written.dtype)
+    blocks = written.reshape(outer, element)
+    region[:, :span] = blocks[:, window : window + span]
+    cells = (slice(None), *live.take)
+    region.reshape(outer, *live.shape)[cells] = src.values().reshape(outer, *live.shape)[cells]
+    blocks[:, window : window + span] = region[:, :span]
     return base.with_values(written)
 
 
@@ -130,6 +165,11 @@ def contraction(
     lhs: Buf, lhs_map: Factors, rhs: Buf, rhs_map: Factors, pre_reduce: Factors, out: Factors, widen, acc: np.dtype
 ) -> Buf:
     """The fused contraction onto `out`: every output cell folds its `pre_reduce` terms in order."""
+    check_relayout(lhs_map, pre_reduce, True, True)
+    check_relayout(rhs_map, pre_reduce, True, True)
+    through_views = fold_views(lhs_map, rhs_map, pre_reduce, out)
+    if through_views is not None:
+        return fresh(fold_through_views(through_views, widen(lhs.values()), widen(rhs.values()), acc))
     plan = contraction_plan(lhs_map, rhs_map, pre_reduce, out)
     return contract(lhs, rhs, plan, size(out), widen, acc)
 

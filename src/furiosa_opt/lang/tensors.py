@@ -19,7 +19,7 @@ from furiosa_opt.backend import active, cpu
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.context import DmaContext, expect_context
-from furiosa_opt.mapping import Mapping, MappingError, PadKind, m
+from furiosa_opt.mapping import Mapping, MappingError, PadKind, m, views
 from furiosa_opt.mapping.algebra import check_pad, pair, tile_view
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.mapping.factors import Comp, SymAtom
@@ -135,6 +135,18 @@ def _axis_order(mapping: Mapping) -> list[tuple[str, int]]:
     return list(found.items())
 
 
+def _placed(logical: np.ndarray, order: list[tuple[str, int]], mapping: Mapping, dtype: DType) -> np.ndarray:
+    """The buffer of `mapping` holding `logical`, found cell by cell (for mappings views cannot express)."""
+    layout = evaluate(mapping.factors, np.arange(mapping.size, dtype=np.int64))
+    buffer = np.zeros(mapping.size, dtype=dtype.storage)
+    live = layout.live
+    if order:
+        buffer[live] = logical[tuple(layout.coords[a][live] for a, _ in order)]
+    else:
+        buffer[live] = logical.reshape(())
+    return buffer
+
+
 class HostTensor(Tensor):
     """A tensor in host memory, laid out by one mapping (`HostTensor[bf16, m["I, K"]]`)."""
 
@@ -158,23 +170,24 @@ class HostTensor(Tensor):
             logical = dtypes.from_user(array, dtype)
         except dtypes.DTypeError as error:
             raise VerifyError("host-values", f"from_numpy: {error}") from None
-        layout = evaluate(mapping.factors, np.arange(mapping.size, dtype=np.int64))
-        buffer = np.zeros(mapping.size, dtype=dtype.storage)
-        live = layout.live
-        if order:
-            index = tuple(layout.coords[a][live] for a, _ in order)
-            buffer[live] = logical[index]
-        else:
-            buffer[live] = logical.reshape(())
-        return cls(dtype, (mapping,), cpu.fresh(buffer))
+        try:  # a view of the array in the mapping's digits, one copy
+            data = cpu.relayout(cpu.fresh(logical.reshape(-1)), views.dense(order), mapping.factors, True, True)
+        except MappingError:  # a mapping cutting an axis where views cannot: cell by cell
+            data = cpu.fresh(_placed(logical, order, mapping, dtype))
+        return cls(dtype, (mapping,), data)
 
     @classmethod
     @user_facing
     def rand(cls, dtype: DType, mapping: Mapping, rng: np.random.Generator) -> HostTensor:
         """Random values at the live cells (upstream's distributions), zero padding."""
-        layout = evaluate(mapping.factors, np.arange(mapping.size, dtype=np.int64))
         buffer = np.zeros(mapping.size, dtype=dtype.storage)
-        buffer[layout.live] = dtypes.rand(dtype, int(layout.live.sum()), rng)
+        live = views.live_cells(mapping.factors)
+        if live is None:  # composite atoms: find the live cells one by one
+            cells = evaluate(mapping.factors, np.arange(mapping.size, dtype=np.int64)).live
+            buffer[cells] = dtypes.rand(dtype, int(cells.sum()), rng)
+        else:  # the live cells in wire order are the per-factor prefixes in C order
+            shape = tuple(s.stop for s in live.take)
+            buffer.reshape(live.shape)[live.take] = dtypes.rand(dtype, live.count, rng).reshape(shape)
         return cls(dtype, (mapping,), cpu.fresh(buffer))
 
     @classmethod
@@ -187,15 +200,19 @@ class HostTensor(Tensor):
         """One dimension per axis, in the order the axes first appear in the mapping."""
         mapping = self.params[0]
         order = _axis_order(mapping)
-        out = np.zeros(tuple(n for _, n in order), dtype=self.dtype.storage)
-        layout = evaluate(mapping.factors, np.arange(mapping.size, dtype=np.int64))
-        live = layout.live
-        values = self.values()[live]
-        if order:
-            out[tuple(layout.coords[a][live] for a, _ in order)] = values
-        elif len(values):
-            out[()] = values[0]
-        return out
+        shape = tuple(n for _, n in order)
+        try:  # the buffer's digits viewed as the array's dimensions, one copy
+            return cpu.relayout(self.data, mapping.factors, views.dense(order), False, True).values().reshape(shape)
+        except MappingError:  # a mapping covering part of an axis, or cutting it where views cannot
+            out = np.zeros(shape, dtype=self.dtype.storage)
+            layout = evaluate(mapping.factors, np.arange(mapping.size, dtype=np.int64))
+            live = layout.live
+            values = self.values()[live]
+            if order:
+                out[tuple(layout.coords[a][live] for a, _ in order)] = values
+            elif len(values):
+                out[()] = values[0]
+            return out
 
     @user_facing
     def to_hbm(self, pdma: DmaContext, chip: Mapping | None = None, element: Mapping | None = None) -> HbmTensor:

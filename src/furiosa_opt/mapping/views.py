@@ -4,12 +4,13 @@ A composite-free mapping is a mixed-radix split of its axes: factor `(A, s, m, e
 positions whose first `m` hold `A`'s coordinate digit at stride `s`. Moving a buffer between two such
 layouts is therefore a chain of views — reshape the source into its factors, keep the live part of each,
 split every digit at the boundaries both sides share (`refine`), transpose into the destination's digit
-order, merge, broadcast what the source lacks, pad — and one copy into the destination buffer. Its cost
-is the data's, not one index per position.
+order (`Source`), then merge, broadcast what the source lacks and pad (`Target`) — and one copy into the
+destination buffer. Its cost is the data's, not one index per position. The contraction fold reads its
+operands through the same `Source` views (fold.py).
 
 Layouts with composite atoms (`[A, B] # 12`), and digits that a shared boundary does not divide evenly
-(a digit of 6 values cut at 4), are not mixed-radix splits of a single axis each; `plan` returns None
-for them and callers fall back to index maps (`relayout_index`).
+(a digit of 6 values cut at 4), are not mixed-radix splits of one axis per digit; `plan` returns None for
+them and callers fall back to index maps (`relayout_index`).
 
     plan(m["K, N"].factors, m["N, K"].factors).apply(values)   # a transpose of the last axis
 """
@@ -22,40 +23,62 @@ from functools import lru_cache
 
 import numpy as np
 
-from furiosa_opt.mapping.factors import BC, Factors, has_composite, size
-from furiosa_opt.mapping.refine import digits, refine
+from furiosa_opt.mapping.expr import MappingError
+from furiosa_opt.mapping.factors import BC, Factor, Factors, SymAtom, has_composite, size
+from furiosa_opt.mapping.refine import Key, SubDigit, digits, refine
+
+SubKey = tuple[Key, int]  # (axis, lower coordinate boundary): a sub-digit, matched across mappings
+
+
+@dataclass(frozen=True)
+class Source:
+    """A buffer seen as its live sub-digits in a chosen order: a view, no copy."""
+
+    shape: tuple[int, ...]  # the buffer as one array axis per factor
+    take: tuple[slice | int, ...]  # per factor: its live digit values, or the single value 0
+    split: tuple[int, ...]  # the live digits cut into sub-digits, buffer order
+    sub_take: tuple[slice | int, ...]  # per sub-digit: the prefix the target reads, or 0 when it reads none
+    order: tuple[int, ...]  # the read sub-digits in target order
+    expand: tuple[bool, ...]  # per target sub-digit: True where this buffer lacks it (a size-1 axis)
+
+    def view(self, values: np.ndarray) -> np.ndarray:
+        """`values[..., positions]` as `[..., target sub-digits]`, size 1 where this buffer lacks one."""
+        lead = values.shape[:-1]
+        every = (slice(None),) * len(lead)
+        a = values.reshape(lead + self.shape)[every + self.take]
+        a = a.reshape(lead + self.split)[every + self.sub_take]
+        a = a.transpose(tuple(range(len(lead))) + tuple(len(lead) + i for i in self.order))
+        return a[every + tuple(np.newaxis if lacks else slice(None) for lacks in self.expand)]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A layout filled from its sub-digits: merge them into digits, broadcast, pad."""
+
+    subs: tuple[int, ...]  # sub-digit counts, layout order
+    digits: tuple[int, ...]  # per factor: its digit's live count, or 1 for a factor read at 0
+    live: tuple[int, ...]  # per factor: live extent (a broadcast factor repeats its one value)
+    shape: tuple[int, ...]  # per factor: physical extent
+    size: int
+
+    def place(self, a: np.ndarray, fill: int | float = 0) -> np.ndarray:
+        """`a[..., sub-digits]` (size-1 axes broadcast) as the layout's buffer `[..., positions]`."""
+        lead = a.shape[: a.ndim - len(self.subs)]
+        a = np.broadcast_to(a, lead + self.subs)
+        a = np.broadcast_to(a.reshape(lead + self.digits), lead + self.live)
+        out = np.full(lead + self.shape, fill, dtype=a.dtype)
+        out[(slice(None),) * len(lead) + tuple(slice(0, n) for n in self.live)] = a
+        return out.reshape((*lead, self.size))
 
 
 @dataclass(frozen=True)
 class ViewPlan:
-    """The view steps of one relayout (see the module docstring); `apply` runs them on the last axis."""
-
-    src_shape: tuple[int, ...]  # the source buffer as one array axis per factor
-    src_take: tuple[slice | int, ...]  # per factor: its live digit values, or the single value 0
-    split_shape: tuple[int, ...]  # the live digits cut into sub-digits, source order
-    sub_take: tuple[slice | int, ...]  # per source sub-digit: what the destination reads of it
-    order: tuple[int, ...]  # the kept source sub-digits in destination order
-    expand: tuple[int | None, ...]  # destination sub-digit sizes; None marks one taken from the source
-    dst_live: tuple[int, ...]  # per destination factor: live (broadcast) extent
-    dst_digits: tuple[int, ...]  # per destination factor: its digit size, or 1 for a factor read at 0
-    dst_shape: tuple[int, ...]  # per destination factor: physical extent
-    size: int
+    source: Source
+    target: Target
 
     def apply(self, values: np.ndarray, fill: int | float = 0) -> np.ndarray:
         """`values[..., source positions]` relaid out to `[..., destination positions]`; padding is `fill`."""
-        lead = values.shape[:-1]
-        every = (slice(None),) * len(lead)
-        a = values.reshape(lead + self.src_shape)[every + self.src_take]
-        a = a.reshape(lead + self.split_shape)[every + self.sub_take]
-        a = a.transpose(tuple(range(len(lead))) + tuple(len(lead) + i for i in self.order))
-        slots = iter(range(len(lead), a.ndim))
-        index = every + tuple(slice(None) if n is None else np.newaxis for n in self.expand)
-        shape = lead + tuple(a.shape[next(slots)] if n is None else n for n in self.expand)
-        a = np.broadcast_to(a[index], shape)
-        a = np.broadcast_to(a.reshape(lead + self.dst_digits), lead + self.dst_live)
-        out = np.full(lead + self.dst_shape, fill, dtype=values.dtype)
-        out[every + tuple(slice(0, n) for n in self.dst_live)] = a
-        return out.reshape(lead + (self.size,))
+        return self.target.place(self.source.view(values), fill)
 
 
 @lru_cache(maxsize=4096)
@@ -63,44 +86,101 @@ def plan(src: Factors, dst: Factors) -> ViewPlan | None:
     """The view plan moving `src` to `dst` by logical index, or None where views cannot express it.
     The caller has checked the move (`check_relayout`); destination axes the source lacks broadcast and
     source values the destination does not read are skipped."""
-    if has_composite(src) or has_composite(dst):
+    subs = joint(src, dst)
+    if subs is None:
         return None
-    src_digits, dst_digits = digits(src), digits(dst)
-    src_subs, dst_subs = refine(src, dst)
-    split_shape = _cut(src_digits, src_subs)
-    dst_cut = _cut(dst_digits, dst_subs)
-    if split_shape is None or dst_cut is None:
+    src_subs, dst_subs = subs
+    target = layout_target(dst, dst_subs)
+    order = [(d.key, d.cut, d.count) for d in dst_subs]
+    source = layout_source(src, src_subs, order)
+    return None if target is None or source is None else ViewPlan(source, target)
+
+
+def joint(*mappings: Factors) -> list[list[SubDigit]] | None:
+    """The mappings' sub-digits at their common boundaries, or None if views cannot express them."""
+    if any(has_composite(fs) for fs in mappings):
         return None
-    held = {(d.key, d.cut): i for i, d in enumerate(src_subs)}
-    reads = {(d.key, d.cut): d.count for d in dst_subs}
-    sub_take = tuple(
-        slice(0, reads[(d.key, d.cut)]) if (d.key, d.cut) in reads else 0 for d in src_subs
-    )  # a sub-digit the destination lacks is read at 0 (a trim)
-    kept = [i for i, d in enumerate(src_subs) if (d.key, d.cut) in reads]
-    position = {key: j for j, key in enumerate((d.key, d.cut) for d in dst_subs)}
-    order = tuple(sorted(range(len(kept)), key=lambda k: position[(src_subs[kept[k]].key, src_subs[kept[k]].cut)]))
-    expand = tuple(None if (d.key, d.cut) in held else d.count for d in dst_subs)
-    live_digit = {d.factor for d in dst_digits}
-    return ViewPlan(
-        src_shape=tuple(f.e for f in src),
-        src_take=tuple(slice(0, f.m) if i in {d.factor for d in src_digits} else 0 for i, f in enumerate(src)),
-        split_shape=split_shape,
-        sub_take=sub_take,
-        order=order,
-        expand=expand,
-        dst_live=tuple(f.m if i in live_digit or (f.atom == BC and f.m > 1) else 1 for i, f in enumerate(dst)),
-        dst_digits=tuple(f.m if i in live_digit else 1 for i, f in enumerate(dst)),
-        dst_shape=tuple(f.e for f in dst),
-        size=size(dst),
+    try:
+        return refine(*mappings)
+    except MappingError:
+        return None
+
+
+def layout_source(fs: Factors, subs: list[SubDigit], order: list[tuple[Key, int, int]]) -> Source | None:
+    """`fs` viewed as the sub-digits `order` ((key, cut, count), outermost first); None if ragged."""
+    own = digits(fs)
+    split = _cut(own, subs)
+    if split is None:
+        return None
+    wanted = {(key, cut): count for key, cut, count in order}
+    read = [i for i, d in enumerate(subs) if (d.key, d.cut) in wanted]
+    where = {(key, cut): j for j, (key, cut, _) in enumerate(order)}
+    held = {(d.key, d.cut) for d in subs}
+    live_factors = {d.factor for d in own}
+    return Source(
+        shape=tuple(f.e for f in fs),
+        take=tuple(slice(0, f.m) if i in live_factors else 0 for i, f in enumerate(fs)),
+        split=split,
+        sub_take=tuple(slice(0, wanted[(d.key, d.cut)]) if (d.key, d.cut) in wanted else 0 for d in subs),
+        order=tuple(sorted(range(len(read)), key=lambda k: where[(subs[read[k]].key, subs[read[k]].cut)])),
+        expand=tuple((key, cut) not in held for key, cut, _ in order),
     )
 
 
-def _cut(side_digits: list, subs: list) -> tuple[int, ...] | None:
-    """Sub-digit sizes of one side, or None if some digit is not exactly the product of its sub-digits."""
+def layout_target(fs: Factors, subs: list[SubDigit]) -> Target | None:
+    """How to fill `fs` from its sub-digits (in its own order); None if ragged."""
+    own = digits(fs)
+    split = _cut(own, subs)
+    if split is None:
+        return None
+    live_factors = {d.factor for d in own}
+    return Target(
+        subs=split,
+        digits=tuple(f.m if i in live_factors else 1 for i, f in enumerate(fs)),
+        live=tuple(f.m if i in live_factors or (f.atom == BC and f.m > 1) else 1 for i, f in enumerate(fs)),
+        shape=tuple(f.e for f in fs),
+        size=size(fs),
+    )
+
+
+@dataclass(frozen=True)
+class Live:
+    """The live cells of a composite-free layout: every factor's digit below its live count."""
+
+    shape: tuple[int, ...]  # per factor: physical extent
+    take: tuple[slice, ...]  # per factor: the live prefix
+    extent: int  # one past the last live position (0 when none is)
+
+    @property
+    def count(self) -> int:
+        return math.prod(s.stop for s in self.take)
+
+
+@lru_cache(maxsize=4096)
+def live_cells(fs: Factors) -> Live | None:
+    """Where `fs` holds values, as per-factor prefixes; None for layouts with composite atoms."""
+    if has_composite(fs):
+        return None
+    stops = tuple(f.m if f.m >= 1 else 0 for f in fs)
+    stride, last = size(fs), 0
+    for f, stop in zip(fs, stops, strict=True):
+        stride //= f.e
+        last += (stop - 1) * stride
+    extent = last + 1 if all(stops) else 0
+    return Live(tuple(f.e for f in fs), tuple(slice(0, n) for n in stops), extent)
+
+
+def dense(order: list[tuple[str, int]] | tuple[tuple[str, int], ...]) -> Factors:
+    """The layout of a logical array with one full dimension per axis, in `order` (host arrays)."""
+    return tuple(Factor(SymAtom(name, n), 1, n, n) for name, n in order)
+
+
+def _cut(own: list, subs: list[SubDigit]) -> tuple[int, ...] | None:
+    """Sub-digit counts of one side, or None if some digit is not exactly the product of its sub-digits."""
     counts: dict[int, list[int]] = {}
     for sub in subs:
         counts.setdefault(sub.factor, []).append(sub.count)
-    for d in side_digits:
+    for d in own:
         if not isinstance(d.key, str) or math.prod(counts.get(d.factor, [1])) != d.m:
             return None
     return tuple(sub.count for sub in subs)
