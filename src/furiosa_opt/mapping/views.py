@@ -66,6 +66,8 @@ class Target:
         lead = a.shape[: a.ndim - len(self.subs)]
         a = np.broadcast_to(a, lead + self.subs)
         a = np.broadcast_to(a.reshape(lead + self.digits), lead + self.live)
+        if self.live == self.shape:  # no padding: the one copy is the contiguous result
+            return np.ascontiguousarray(a).reshape((*lead, self.size))
         out = np.full(lead + self.shape, fill, dtype=a.dtype)
         out[(slice(None),) * len(lead) + tuple(slice(0, n) for n in self.live)] = a
         return out.reshape((*lead, self.size))
