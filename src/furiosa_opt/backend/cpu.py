@@ -24,23 +24,52 @@ from furiosa_opt.memo import ByteLru, bytes_cache
 
 @dataclass(eq=False)
 class Buf:
+    """A buffer in wire order: `base` itself; or, for a composite layout, `base` gathered through `index`;
+    or, after a relayout, the live cells of `layout` as a grid (one array axis per factor, its live extent;
+    broadcast axes are stride-0 views), every padding cell holding `fill`. Immutable: writes make a new one."""
+
     base: np.ndarray
-    index: np.ndarray | None = None  # None: the base itself
+    index: np.ndarray | None = None  # None: no pending gather
+    layout: Factors | None = None  # set: `base` is the live grid of this layout
+    fill: int | float = 0
     _values: np.ndarray | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
+        if self.layout is not None:
+            return size(self.layout)
         return len(self.base) if self.index is None else len(self.index)
 
     def values(self) -> np.ndarray:
         """The materialised buffer (read-only; copy before writing)."""
         if self._values is None:
-            self._values = self.base if self.index is None else gather(self.base, self.index)
+            if self.layout is not None:
+                live = views.live_cells(self.layout)
+                placed = np.full(live.shape, self.fill, dtype=self.base.dtype)
+                placed[live.take] = self.base
+                self._values = placed.reshape(-1)
+            else:
+                self._values = self.base if self.index is None else gather(self.base, self.index)
         return self._values
 
     def with_values(self, values: np.ndarray) -> Buf:
         """The buffer after a write of all its `values`: a new host buffer (copy on write). A device
         buffer (the NPU runtime's) writes in place instead."""
         return fresh(values)
+
+    def grid(self, layout: Factors) -> tuple[np.ndarray, int | float] | None:
+        """(live grid of `layout`, padding value) without a copy: when this buffer is that grid, or holds
+        one value everywhere (a constant); else None."""
+        if self.layout == layout:
+            return self.base, self.fill
+        if self.layout is None and self.index is None and len(self.base) and not any(self.base.strides):
+            live = views.live_cells(layout)
+            shape = tuple(t.stop for t in live.take)
+            return np.broadcast_to(self.base[:1].reshape((1,) * len(shape)), shape), self.base[0]
+        return None
+
+
+def _grid(buf: object, layout: Factors) -> tuple[np.ndarray, int | float] | None:
+    return buf.grid(layout) if isinstance(buf, Buf) else None
 
 
 def gather(base: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -53,12 +82,13 @@ def fresh(values: np.ndarray) -> Buf:
     return Buf(np.ascontiguousarray(values))
 
 
-def zeros(storage: np.dtype, count: int) -> Buf:
-    return Buf(np.zeros(count, dtype=storage))
-
-
 def constant(value: int | float, storage: np.dtype, count: int) -> Buf:
-    return Buf(np.full(count, value, dtype=storage))
+    """`count` cells of one value: a stride-0 view, so elementwise work on it is done once."""
+    return Buf(np.broadcast_to(np.array(value, dtype=storage), (count,)))
+
+
+def zeros(storage: np.dtype, count: int) -> Buf:
+    return constant(0, storage, count)
 
 
 def record(name: str, operands: tuple, results: tuple, **attrs) -> None:
@@ -88,20 +118,50 @@ def compose(inner: np.ndarray | None, outer: np.ndarray) -> np.ndarray:
 
 
 def relayout(buf: Buf, src: Factors, dst: Factors, broadcast: bool, drop: bool = False) -> Buf:
-    """`buf` laid out as `dst`: numpy views and one copy; an index map only where views cannot say it."""
-    if src == dst:  # the same layout: the same values (a device buffer's are a snapshot)
-        return Buf(buf.values())
+    """`buf` laid out as `dst`: the live cells of `dst` as views of `buf`'s (no copy; padding is zero);
+    an index map only where views cannot say it."""
+    if src == dst:  # the same layout: the same values (immutable; a device buffer's are a snapshot)
+        return buf if isinstance(buf, Buf) else Buf(buf.values())
     check_relayout(src, dst, broadcast, drop)
     view = views.plan(src, dst)
     if view is None:
-        return Buf(buf.base, compose(buf.index, relayout_index(src, dst, broadcast, drop)))
-    return Buf(view.apply(buf.values()))
+        base, index = _indexed(buf)
+        return Buf(base, compose(index, relayout_index(src, dst, broadcast, drop)))
+    held = _grid(buf, src)
+    live = view.source.view_live(held[0]) if held is not None else view.source.view(buf.values())
+    return Buf(view.target.grid(live), layout=dst)
+
+
+def _indexed(buf: object) -> tuple[np.ndarray, np.ndarray | None]:
+    """(base, pending index) of a buffer, a grid or device buffer materialised first."""
+    if isinstance(buf, Buf) and buf.layout is None:
+        return buf.base, buf.index
+    return buf.values(), None
 
 
 def elementwise(fn, *bufs: Buf) -> Buf:
-    """Apply `fn` to every physical cell (padding included, as upstream's `map`/`zip_with` do)."""
+    """Apply `fn` to every physical cell (padding included, as upstream's `map`/`zip_with` do).
+
+    Operands that are the live grid of one layout (or constants) are computed on the grid: once per
+    distinct value along broadcast axes, replicated as a view, and once for the padding value."""
+    layout = next((b.layout for b in bufs if isinstance(b, Buf) and b.layout is not None), None)
+    held = [_grid(b, layout) for b in bufs] if layout is not None else [None]
     with np.errstate(all="ignore"):
+        if all(h is not None for h in held):
+            grids = [g for g, _ in held]
+            fill = fn(*(np.full(1, f, dtype=g.dtype) for g, f in held))[0]
+            return Buf(_once(fn, grids), layout=layout, fill=fill)
         return fresh(fn(*(b.values() for b in bufs)))
+
+
+def _once(fn, grids: list[np.ndarray]) -> np.ndarray:
+    """`fn` over same-rank grids, computed once along axes that every operand broadcasts (stride 0)."""
+    shape = np.broadcast_shapes(*(g.shape for g in grids))
+    shared = tuple(
+        slice(0, 1) if all(g.shape[i] == 1 or g.strides[i] == 0 for g in grids) else slice(None)
+        for i in range(len(shape))
+    )
+    return np.broadcast_to(fn(*(g[shared] for g in grids)), shape)
 
 
 # ---- views ------------------------------------------------------------------------------------------
@@ -178,21 +238,21 @@ def contraction(
 
 def contract(lhs: Buf, rhs: Buf, plan: ContractionPlan, out_size: int, widen, acc: np.dtype) -> Buf:
     """The fused fold of `plan` (no FMA, no pairwise sums: upstream's `contraction_prewidened`)."""
-    lhs_base, rhs_base = _widened(lhs, widen), _widened(rhs, widen)
-    return fresh(fold(lhs_base, _steps(lhs, plan.lhs), rhs_base, _steps(rhs, plan.rhs), plan, out_size, acc))
+    (lhs_base, lhs_index), (rhs_base, rhs_index) = _indexed(lhs), _indexed(rhs)
+    lhs_steps, rhs_steps = _steps(lhs_base, lhs_index, plan.lhs), _steps(rhs_base, rhs_index, plan.rhs)
+    return fresh(fold(_widened(lhs_base, widen), lhs_steps, _widened(rhs_base, widen), rhs_steps, plan, out_size, acc))
 
 
-def _widened(buf: Buf, widen) -> np.ndarray:
+def _widened(base: np.ndarray, widen) -> np.ndarray:
     """The widened base with a trailing zero: what a padding position (-1) reads."""
-    wide = widen(buf.base)
+    wide = widen(base)
     return np.concatenate([wide, np.zeros(1, dtype=wide.dtype)])
 
 
-def _steps(buf: Buf, steps: np.ndarray) -> np.ndarray:
-    if buf.index is None:
+def _steps(base: np.ndarray, index: np.ndarray | None, steps: np.ndarray) -> np.ndarray:
+    if index is None:
         return steps
-    composed = compose(buf.index, steps)
-    return _padding_to_end(composed, len(buf.base))
+    return _padding_to_end(compose(index, steps), len(base))
 
 
 def _padding_to_end(index: np.ndarray, length: int) -> np.ndarray:

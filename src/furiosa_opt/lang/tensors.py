@@ -171,7 +171,8 @@ class HostTensor(Tensor):
         except dtypes.DTypeError as error:
             raise VerifyError("host-values", f"from_numpy: {error}") from None
         try:  # a view of the array in the mapping's digits, one copy
-            data = cpu.relayout(cpu.fresh(logical.reshape(-1)), views.dense(order), mapping.factors, True, True)
+            moved = cpu.relayout(cpu.fresh(logical.reshape(-1)), views.dense(order), mapping.factors, True, True)
+            data = cpu.fresh(moved.values())  # a copy: the tensor never shares the caller's array
         except MappingError:  # a mapping cutting an axis where views cannot: cell by cell
             data = cpu.fresh(_placed(logical, order, mapping, dtype))
         return cls(dtype, (mapping,), data)
@@ -202,7 +203,8 @@ class HostTensor(Tensor):
         order = _axis_order(mapping)
         shape = tuple(n for _, n in order)
         try:  # the buffer's digits viewed as the array's dimensions, one copy
-            return cpu.relayout(self.data, mapping.factors, views.dense(order), False, True).values().reshape(shape)
+            values = cpu.relayout(self.data, mapping.factors, views.dense(order), False, True).values()
+            return (values.copy() if values is self.values() else values).reshape(shape)  # never the tensor's own
         except MappingError:  # a mapping covering part of an axis, or cutting it where views cannot
             out = np.zeros(shape, dtype=self.dtype.storage)
             layout = evaluate(mapping.factors, np.arange(mapping.size, dtype=np.int64))
@@ -439,6 +441,8 @@ class TensorView:
 
     def read(self) -> Tensor:
         """The cells this view sees, as a tensor of the base's kind with the view's element."""
+        if self.window == 0 and self.element == self.base.params[-1]:  # the whole tensor: nothing to cut
+            return type(self.base)(self.dtype, self.base.params, self.base.data)
         outer, element = self._blocks
         try:
             data = active().window_read(self.base.data, outer, element, self.window, self.element.factors)

@@ -44,8 +44,16 @@ class Source:
     def view(self, values: np.ndarray) -> np.ndarray:
         """`values[..., positions]` as `[..., target sub-digits]`, size 1 where this buffer lacks one."""
         lead = values.shape[:-1]
+        return self._subs(values.reshape(lead + self.shape)[(slice(None),) * len(lead) + self.take], lead)
+
+    def view_live(self, grid: np.ndarray) -> np.ndarray:
+        """The same from the buffer's live cells as a grid (`[..., live extent per factor]`)."""
+        lead = grid.shape[: grid.ndim - len(self.shape)]
+        take = tuple(slice(None) if isinstance(t, slice) else 0 for t in self.take)
+        return self._subs(grid[(slice(None),) * len(lead) + take], lead)
+
+    def _subs(self, a: np.ndarray, lead: tuple[int, ...]) -> np.ndarray:
         every = (slice(None),) * len(lead)
-        a = values.reshape(lead + self.shape)[every + self.take]
         a = a.reshape(lead + self.split)[every + self.sub_take]
         a = a.transpose(tuple(range(len(lead))) + tuple(len(lead) + i for i in self.order))
         return a[every + tuple(np.newaxis if lacks else slice(None) for lacks in self.expand)]
@@ -61,11 +69,17 @@ class Target:
     shape: tuple[int, ...]  # per factor: physical extent
     size: int
 
+    def grid(self, a: np.ndarray) -> np.ndarray:
+        """`a[..., sub-digits]` as the layout's live cells `[..., live extent per factor]`: a view where the
+        digits allow it, broadcast axes of stride 0."""
+        lead = a.shape[: a.ndim - len(self.subs)]
+        a = np.broadcast_to(a, lead + self.subs)
+        return np.broadcast_to(a.reshape(lead + self.digits), lead + self.live)
+
     def place(self, a: np.ndarray, fill: int | float = 0) -> np.ndarray:
         """`a[..., sub-digits]` (size-1 axes broadcast) as the layout's buffer `[..., positions]`."""
         lead = a.shape[: a.ndim - len(self.subs)]
-        a = np.broadcast_to(a, lead + self.subs)
-        a = np.broadcast_to(a.reshape(lead + self.digits), lead + self.live)
+        a = self.grid(a)
         if self.live == self.shape:  # no padding: the one copy is the contiguous result
             return np.ascontiguousarray(a).reshape((*lead, self.size))
         out = np.full(lead + self.shape, fill, dtype=a.dtype)
