@@ -8,6 +8,8 @@ rules upstream's sequencer enforces, checked here structurally on the joint refi
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from furiosa_opt.mapping.evaluate import evaluate
@@ -30,7 +32,23 @@ class RelayoutError(MappingError):
 
 def check_relayout(src: Factors, dst: Factors, allow_broadcast: bool, allow_drop: bool = False) -> None:
     """Raise RelayoutError if `dst` cannot be filled from `src` by logical index. `allow_drop` lets the
-    destination leave source cells unread (a trim such as `commit_trim`'s resize)."""
+    destination leave source cells unread (a trim such as `commit_trim`'s resize). Remembered per pair:
+    a kernel launched again asks the same questions."""
+    refusal = _refusal(src, dst, allow_broadcast, allow_drop)
+    if refusal is not None:
+        raise RelayoutError(*refusal)
+
+
+@lru_cache(maxsize=8192)
+def _refusal(src: Factors, dst: Factors, allow_broadcast: bool, allow_drop: bool) -> tuple[str, str] | None:
+    try:
+        _check(src, dst, allow_broadcast, allow_drop)
+    except RelayoutError as error:
+        return error.reason, str(error)
+    return None
+
+
+def _check(src: Factors, dst: Factors, allow_broadcast: bool, allow_drop: bool) -> None:
     where = f"relayout from `{render_factors(src)}` to `{render_factors(dst)}`"
     try:
         src_subs, dst_subs = refine(src, dst)
