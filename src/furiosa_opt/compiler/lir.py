@@ -60,7 +60,7 @@ class Sequencer:
         return cls(config["buffer"], config["base"], entries["time"], entries["packet"], config["access"])
 
 
-# ---- what a config walks (the simulator and the tests read configs through these) -----------------
+# ---- what a config walks (the simulator takes its loops; tests and the cost model its addresses) --
 
 
 def walk_dma(src_base: int, dst_base: int, packet: int, loops: list[Loop], unit: int) -> tuple[np.ndarray, ...]:
@@ -73,13 +73,19 @@ def walk_dma(src_base: int, dst_base: int, packet: int, loops: list[Loop], unit:
     return src, dst
 
 
+def sequencer_loops(sequencer: Sequencer, memory: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(sizes, byte strides in `memory`) of the sequencer's nested loops, time then packet, outermost
+    first: an entry of another memory stays at the same address there (stride 0)."""
+    entries = [*sequencer.time, *sequencer.packet]
+    return tuple(e.size for e in entries), tuple(e.stride if e.memory == memory else 0 for e in entries)
+
+
 def walk_sequencer(sequencer: Sequencer, memory: int) -> np.ndarray:
     """Byte address in `memory` of every stream position the sequencer visits (fetch: DM is memory 1,
     the interleave selector memory 0; commit: DM is memory 0)."""
     out = np.array([sequencer.base], dtype=np.int64)
-    for entry in [*sequencer.time, *sequencer.packet]:
-        stride = entry.stride if entry.memory == memory else 0
-        out = (out[:, None] + np.arange(entry.size, dtype=np.int64) * stride).ravel()
+    for size, stride in zip(*sequencer_loops(sequencer, memory), strict=True):
+        out = (out[:, None] + np.arange(size, dtype=np.int64) * stride).ravel()
     return out
 
 

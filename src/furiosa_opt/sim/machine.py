@@ -1,7 +1,7 @@
 """Run an EDF: load the arguments into HBM, execute every command stream, read the outputs back.
 
 The four contexts' streams are merged in command-index order, which is the kernel's program order and
-honours every sync; DMA descriptors move bytes by walking their loops, Tensor Unit commands run in
+honours every sync; a DMA descriptor is one strided copy (`memory`), Tensor Unit commands run in
 `tensor_unit`. A command that reaches outside its kernel's memory, or a stage this simulator lacks, is a
 `SimulatorError` naming the kernel, the command and the user's source line.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from furiosa_opt.compiler.edf import CONTEXTS, Edf
-from furiosa_opt.compiler.lir import Loop, walk_dma
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.dtypes import dtype_by_name
 from furiosa_opt.mapping import Axis, MappingError
@@ -55,7 +54,10 @@ def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
         bound = dram.get(b["name"]) if b["memory"] == "dram" else None
         if b["memory"] == "dram" and (bound is None or bound.dtype != np.uint8 or len(bound) != b["bytes"]):
             raise SimulatorError(f"kernel {edf.identity}: DRAM buffer {b['name']} ({b['bytes']} bytes) is not bound")
-    memories = Memories(edf.buffers, dram)
+    try:
+        memories = Memories(edf.buffers, dram)
+    except Fault as error:
+        raise SimulatorError(f"kernel {edf.identity}: {error}") from None
     unit = TensorUnit(memories, buffers, {name: Axis(name, size) for name, size in edf.axes})
     spans = dict(edf.spans)
     for context, command in commands_in_order(edf):
@@ -74,11 +76,7 @@ def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
 
 def _dma(memories: Memories, command: dict, buffers: dict[str, dict]) -> None:
     source, target = buffers[command["inputs"][0]], buffers[command["outputs"][0]]
-    unit = dtype_by_name(source["dtype"]).nbytes(1)
-    config = command["dma"]
-    loops = [Loop(**loop) for loop in config["loops"]]
-    src, dst = walk_dma(config["src_base"], config["dst_base"], config["packet"], loops, unit)
-    memories.write(target, dst, unit, memories.read(source, src, unit))
+    memories.dma(source, target, command["dma"], dtype_by_name(source["dtype"]).nbytes(1))
 
 
 def _problem(error: Exception) -> str:

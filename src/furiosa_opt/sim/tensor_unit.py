@@ -2,14 +2,16 @@
 sequencer (or a register-file store) writes it back — in every slice at once.
 
 The stream is a [slices, positions] array in the wire order of its `[Time, Packet]` mapping, padding
-zero. Each engine config names its stage and prints its mappings as vISA does; the engine's effect is a
-relayout by logical index, an elementwise conversion or op (`dtypes`, `vector.arithmetic`), or the
-contraction fold (`fold`) — the arithmetic the CPU backend also uses, reached here from the binary's
-configs instead of from the kernel language.
+zero. The sequencers read and write it as strided views of every slice's file (`Memories.load`,
+`Memories.store`). Each engine config names its stage and prints its mappings as vISA does; the engine's
+effect is a relayout by logical index (numpy views, `mapping.views`), an elementwise conversion or op
+(`dtypes`, `vector.arithmetic`), or the contraction fold (`fold`) — the arithmetic the CPU backend also
+uses, reached here from the binary's configs instead of from the kernel language.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -17,16 +19,17 @@ from functools import partial
 import numpy as np
 
 from furiosa_opt import dtypes
-from furiosa_opt.compiler.lir import DM_BASE, Sequencer, walk_sequencer
+from furiosa_opt.compiler.lir import DM_BASE, Sequencer, sequencer_loops
 from furiosa_opt.dtypes import DType, dtype_by_name
-from furiosa_opt.fold import contraction_plan, fold, widener
+from furiosa_opt.fold import contraction_plan, fold, fold_through_views, fold_views, widener
 from furiosa_opt.mapping import Mapping
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.mapping.evaluate import evaluate
-from furiosa_opt.mapping.factors import size
+from furiosa_opt.mapping.factors import has_composite, size
 from furiosa_opt.mapping.parse import parse
-from furiosa_opt.mapping.relayout import relayout_index
-from furiosa_opt.sim.memory import Fault, Memories
+from furiosa_opt.mapping.relayout import check_relayout, relayout_index
+from furiosa_opt.mapping.views import plan
+from furiosa_opt.sim.memory import Fault, Loops, Memories
 from furiosa_opt.vector import arithmetic
 from furiosa_opt.vector.ops import parse_op
 from furiosa_opt.verify.contraction import accumulator
@@ -92,33 +95,31 @@ class TensorUnit:
     # ---- memory side ----
 
     def fetch(self, command: dict, config: dict) -> Stream:
-        buffer = self.buffers[command["fetch"]["buffer"]]
-        dtype = dtype_by_name(buffer["dtype"])
+        """The fetch sequencer's walk of DM (memory 1) as the stream; padding positions read zero."""
+        sequencer = Sequencer.from_dict(command["fetch"])
+        dtype = dtype_by_name(self.buffers[sequencer.buffer]["dtype"])
         time, packet = self.mapping(config["time"]), self.mapping(config["packet"])
-        element = self.mapping(config["element"])
         layout = pair(time, packet)
-        source = relayout_index(pair(self.mapping(ONE), element).factors, layout.factors, True)
-        addresses = walk_sequencer(Sequencer.from_dict(command["fetch"]), 1)
-        if len(addresses) != layout.size:
-            raise Fault(f"the fetch sequencer visits {len(addresses)} positions, the stream has {layout.size}")
-        read = np.flatnonzero(source >= 0)
-        values = np.zeros((self.memories.files["sram"].shape[0], layout.size), dtype=dtype.storage)
-        values[:, read] = self._load("sram", addresses[read] - DM_BASE, dtype)
-        return Stream(values, dtype, time, packet)
+        check_relayout(pair(self.mapping(ONE), self.mapping(config["element"])).factors, layout.factors, True)
+        loops = _loops(sequencer, 1, layout, "fetch")
+        raw = self.memories.load("sram", sequencer.base - DM_BASE, loops, dtype.nbytes(1), _live(layout))
+        return Stream(_as(raw, dtype), dtype, time, packet)
 
     def commit(self, stream: Stream, command: dict) -> None:
-        addresses = walk_sequencer(Sequencer.from_dict(command["commit"]), 0)
-        if len(addresses) != stream.layout.size:
-            raise Fault(f"the commit sequencer visits {len(addresses)} positions, the stream has {stream.layout.size}")
-        live = evaluate(stream.layout.factors, np.arange(stream.layout.size)).live
-        self._save("sram", addresses[live] - DM_BASE, stream.values[:, live], stream.dtype)
+        """The stream's live positions written where the commit sequencer's walk of DM (memory 0) puts them."""
+        sequencer = Sequencer.from_dict(command["commit"])
+        loops = _loops(sequencer, 0, stream.layout, "commit")
+        unit = stream.dtype.nbytes(1)
+        raw = _bytes(stream.values, stream.dtype).reshape(stream.values.shape[0], -1, unit)
+        self.memories.store("sram", sequencer.base - DM_BASE, loops, unit, raw, _live(stream.layout))
 
     def store(self, stream: Stream, command: dict, target: Mapping) -> None:
         """A register-file store: the stream relaid into the file's layout at the buffer's address."""
         buffer = self.buffers[command["outputs"][0]]
         values = _relayout(stream.values, stream.layout, target, broadcast=False)
-        offsets = buffer["address"] + np.arange(target.size, dtype=np.int64) * stream.dtype.nbytes(1)
-        self._save(buffer["memory"], offsets, values, stream.dtype)
+        unit = stream.dtype.nbytes(1)
+        raw = _bytes(values, stream.dtype).reshape(values.shape[0], -1, unit)
+        self.memories.store(buffer["memory"], buffer["address"], ((target.size,), (unit,)), unit, raw)
 
     def operand(self, command: dict, config: dict, memory: str) -> Operand:
         """The register-file tensor an engine reads (the buffer its config names in `rf`), from the
@@ -131,16 +132,9 @@ class TensorUnit:
         buffer = self.buffers[name]
         dtype = dtype_by_name(buffer["dtype"])
         levels = tuple(self.mapping(level) for level in buffer["levels"][3:])
-        offsets = buffer["address"] + np.arange(pair(*levels).size, dtype=np.int64) * dtype.nbytes(1)
-        return Operand(self._load(memory, offsets, dtype), dtype, levels)
-
-    def _load(self, memory: str, offsets: np.ndarray, dtype: DType) -> np.ndarray:
-        raw = self.memories.gather(memory, offsets, dtype.nbytes(1))
-        return np.ascontiguousarray(raw).view(dtype.storage)
-
-    def _save(self, memory: str, offsets: np.ndarray, values: np.ndarray, dtype: DType) -> None:
-        raw = np.ascontiguousarray(values.astype(dtype.storage, copy=False)).view(np.uint8)
-        self.memories.scatter(memory, offsets, dtype.nbytes(1), raw)
+        unit = dtype.nbytes(1)
+        raw = self.memories.load(memory, buffer["address"], ((pair(*levels).size,), (unit,)), unit)
+        return Operand(_as(raw, dtype), dtype, levels)
 
     # ---- the Contraction Engine ----
 
@@ -162,11 +156,17 @@ class TensorUnit:
         lane = trf.levels[0]
         reduced = pair(lane, pending["time2"], pending["packet2"])
         pre_reduce = pair(lane, pending["time"], pending["packet"])
-        plan = contraction_plan(lhs.layout.factors, trf.layout.factors, pre_reduce.factors, reduced.factors)
         acc = accumulator(lhs.dtype, trf.dtype)
         widen = widener(acc, lhs.dtype)
-        values = fold(_with_zero(widen(lhs.values)), plan.lhs, _with_zero(widen(trf.values)), plan.rhs, plan,
-                      size(reduced.factors), acc.storage)  # fmt: skip
+        for operand in (lhs.layout, trf.layout):
+            check_relayout(operand.factors, pre_reduce.factors, True, True)
+        through_views = fold_views(lhs.layout.factors, trf.layout.factors, pre_reduce.factors, reduced.factors)
+        if through_views is not None:
+            values = fold_through_views(through_views, widen(lhs.values), widen(trf.values), acc.storage)
+        else:  # composites or ragged cuts: the operand positions of every term as index arrays
+            plan = contraction_plan(lhs.layout.factors, trf.layout.factors, pre_reduce.factors, reduced.factors)
+            values = fold(_with_zero(widen(lhs.values)), plan.lhs, _with_zero(widen(trf.values)), plan.rhs, plan,
+                          size(reduced.factors), acc.storage)  # fmt: skip
         time, packet = self.mapping(config["time"]), self.mapping(config["packet"])
         return Stream(_relayout(values, reduced, pair(time, packet), broadcast=False), acc, time, packet)
 
@@ -250,7 +250,46 @@ _STAGES: dict[str, Callable] = {
 }
 
 
+def _loops(sequencer: Sequencer, memory: int, layout: Mapping, which: str) -> Loops:
+    """The sequencer's loops in `memory`, which must visit every position of the stream once."""
+    sizes, strides = sequencer_loops(sequencer, memory)
+    sizes = tuple(max(0, n) for n in sizes)  # a negative size visits nothing, as the address walk did
+    if math.prod(sizes) != layout.size:
+        raise Fault(f"the {which} sequencer visits {math.prod(sizes)} positions, the stream has {layout.size}")
+    return sizes, strides
+
+
+def _live(layout: Mapping) -> np.ndarray | None:
+    """Which positions of the layout hold a value (None: all do): each factor's first `m` digits, or the
+    decoded cells where composite atoms make liveness more than a box."""
+    fs = layout.factors
+    if has_composite(fs):
+        live = evaluate(fs, np.arange(layout.size, dtype=np.int64)).live
+        return None if live.all() else live
+    if all(f.m == f.e for f in fs):
+        return None
+    live = np.zeros(tuple(f.e for f in fs), dtype=bool)
+    live[tuple(slice(0, f.m) for f in fs)] = True
+    return live.ravel()
+
+
+def _as(raw: np.ndarray, dtype: DType) -> np.ndarray:
+    """[slices, positions] values of `raw` [slices, positions, bytes]."""
+    return np.ascontiguousarray(raw).reshape(raw.shape[0], -1).view(dtype.storage)
+
+
+def _bytes(values: np.ndarray, dtype: DType) -> np.ndarray:
+    """[slices, positions · bytes] wire bytes of `values` [slices, positions]."""
+    return np.ascontiguousarray(values.astype(dtype.storage, copy=False)).view(np.uint8)
+
+
 def _relayout(values: np.ndarray, src: Mapping, dst: Mapping, broadcast: bool, drop: bool = False) -> np.ndarray:
+    """`values` [slices, src positions] relaid into `dst` by logical index, zero at its padding: a view plan,
+    or the index map where composite atoms make views unable to express the move."""
+    check_relayout(src.factors, dst.factors, broadcast, drop)
+    view = plan(src.factors, dst.factors)
+    if view is not None:
+        return view.apply(values)
     index = relayout_index(src.factors, dst.factors, broadcast, drop)
     out = values[:, np.maximum(index, 0)]
     out[:, index < 0] = 0
