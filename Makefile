@@ -52,6 +52,9 @@ endif
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/cpu_backend.py
+	$(BIN)/python benchmarks/host_round_trip.py
+	$(BIN)/python benchmarks/transformer.py
+	$(BIN)/python benchmarks/lm_head.py
 	$(BIN)/python benchmarks/compile.py
 	$(BIN)/python benchmarks/schedule.py
 	$(BIN)/python benchmarks/simulator.py

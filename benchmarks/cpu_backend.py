@@ -13,28 +13,10 @@ import sys
 import time
 
 import numpy as np
+from common import best_of, machine, numpy_gemm
 
 from base_template.kernel.gemm_kernel import I, J, K, gemm_kernel
-from base_template.oracle import round_bf16, widen_bf16
 from furiosa_opt import Context, HostTensor, bf16, launch, m
-
-
-def numpy_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The same math as the kernel, vectorised over outputs, sequential over k."""
-    a32, b32 = widen_bf16(a), widen_bf16(b)
-    acc = np.zeros((a.shape[0], b.shape[0]), dtype=np.float32)
-    for k in range(a.shape[1]):
-        acc = acc + a32[:, k, None] * b32[None, :, k]
-    return round_bf16(acc)
-
-
-def best_of(repeats: int, fn) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> int:
@@ -42,6 +24,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--cold", action="store_true", help="also report the first (cache-building) launch")
     args = parser.parse_args()
+    print(machine())
     rng = np.random.default_rng(42)
     with Context.acquire() as ctx:
         a, b = HostTensor.rand(bf16, m[I, K], rng), HostTensor.rand(bf16, m[J, K], rng)

@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import machine
+
 from furiosa_opt.backend.trace import trace
 from furiosa_opt.cli.main import main as cli
 from furiosa_opt.compiler.lower import lower
@@ -36,6 +38,7 @@ def compile_seconds(kernel: str) -> float:
 
 
 def main() -> int:
+    print(machine())
     os.chdir(ROOT / "examples" / "base-template")
     with tempfile.TemporaryDirectory() as out:
         os.environ["FURIOSA_OPT_OUT_DIR"] = out

@@ -17,6 +17,7 @@ import threading
 import time
 from pathlib import Path
 
+from common import machine
 from playwright.sync_api import sync_playwright
 
 from furiosa_opt.viewer.server import make_server, url_of
@@ -63,6 +64,7 @@ FRAMES = """(windows) => windows.map(([t0, t1]) => {
 
 
 def main() -> int:
+    print(machine())
     count = 100_000
     data = synthetic(count)
     makespan = data["makespan"]

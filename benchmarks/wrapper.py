@@ -16,6 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import machine
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "base-template"
 TOOL = Path(sys.executable).with_name("furiosa-opt")
 TARGET = 0.3
@@ -31,6 +33,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     options = parser.parse_args()
+    print(machine())
     with tempfile.TemporaryDirectory() as out:
         environment = {**os.environ, "FURIOSA_OPT_OUT_DIR": out}
         quiet = ["-q", "-p", "no:cacheprovider", "tests/test_gemm.py"]
