@@ -126,8 +126,17 @@ def _bf16_user_bits(n: np.ndarray) -> np.ndarray:
 
 
 def bf16_from_f32(x) -> np.ndarray:
-    """User constructor (``half::bf16::from_f32``): RNE, overflow -> inf, subnormals and NaN payload kept."""
-    return _as(_bf16_user_bits(_f32_bits(x)), bf16)
+    """User constructor (``half::bf16::from_f32``): RNE, overflow -> inf, subnormals and NaN payload kept.
+
+    ml_dtypes' cast rounds the same way and runs in C; only its NaNs differ (it makes them canonical), so
+    those lanes take the bit-exact path."""
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(invalid="ignore"):  # NaN lanes are redone below
+        out = x.astype(bf16.storage)
+    nan = np.isnan(x)
+    if nan.any():
+        out[nan] = _as(_bf16_user_bits(_f32_bits(x[nan])), bf16)
+    return out
 
 
 def _bf16_hw_bits(n: np.ndarray) -> np.ndarray:
@@ -352,11 +361,14 @@ def convert(values, source: DType, target: DType) -> np.ndarray:
     return wide if target == f32 else from_f32(wide, target)
 
 
-def from_user(values, dtype: DType) -> np.ndarray:
-    """Converts user data with the user constructors; integers are range-checked, never wrapped."""
+def from_user(values, dtype: DType, copy: bool = True) -> np.ndarray:
+    """Converts user data with the user constructors; integers are range-checked, never wrapped. With
+    `copy=False`, data already in the storage type comes back as it is."""
     v = np.asarray(values)
     if dtype.is_float:
-        return v.copy() if v.dtype == dtype.storage else _FROM_USER[dtype](v)
+        if v.dtype == dtype.storage:
+            return v.copy() if copy else v
+        return _FROM_USER[dtype](v)
     lo, hi = _check_int(dtype)
     if v.dtype.kind in "fV":  # V: the ml_dtypes floats
         with np.errstate(invalid="ignore"):
@@ -372,7 +384,7 @@ def from_user(values, dtype: DType) -> np.ndarray:
             f"value {v[index].item()} at index {tuple(int(i) for i in index)} is not an integer in "
             f"{dtype.name}'s range [{lo}, {hi}]"
         )
-    return v.astype(dtype.storage)
+    return v.astype(dtype.storage, copy=copy)
 
 
 def rand(dtype: DType, count: int, rng: np.random.Generator) -> np.ndarray:

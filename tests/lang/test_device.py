@@ -119,6 +119,19 @@ def test_host_tensor_numpy_round_trips_and_padding():
     assert buffer.reshape(8, A.size)[2, 3] == values[3, 2]
 
 
+def test_host_tensors_never_share_the_callers_array():
+    """from_numpy copies once (also when the layout is the array's own), and to_numpy hands out a copy."""
+    for mapping, shape in ((m["A, B"], (A.size, B.size)), (m["B, A"], (B.size, A.size))):
+        values = np.arange(A.size * B.size, dtype=np.int32).reshape(shape)
+        tensor = HostTensor.from_numpy(values, i32, mapping)
+        expected = tensor.to_numpy().copy()
+        assert np.array_equal(expected, values)
+        values[:] = -1
+        out = tensor.to_numpy()
+        out[:] = -2
+        assert np.array_equal(tensor.to_numpy(), expected)
+
+
 def test_host_tensor_refuses_out_of_range_integers():
     with pytest.raises(VerifyError) as info:
         HostTensor.from_numpy(np.full((A.size, B.size), 300), i8, m["A, B"])

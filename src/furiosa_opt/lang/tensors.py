@@ -167,12 +167,14 @@ class HostTensor(Tensor):
                 f"from_numpy: expected shape {shape} ({names}) for `{mapping}`, got {array.shape}",
             )
         try:
-            logical = dtypes.from_user(array, dtype)
+            logical = dtypes.from_user(array, dtype, copy=False)  # the one copy comes below
         except dtypes.DTypeError as error:
             raise VerifyError("host-values", f"from_numpy: {error}") from None
         try:  # a view of the array in the mapping's digits, one copy
-            moved = cpu.relayout(cpu.fresh(logical.reshape(-1)), views.dense(order), mapping.factors, True, True)
-            data = cpu.fresh(moved.values())  # a copy: the tensor never shares the caller's array
+            moved = cpu.relayout(cpu.Buf(logical.reshape(-1)), views.dense(order), mapping.factors, True, True)
+            values = moved.values()
+            # one copy in all: the tensor never shares the caller's array
+            data = cpu.fresh(values.copy() if np.may_share_memory(values, array) else values)
         except MappingError:  # a mapping cutting an axis where views cannot: cell by cell
             data = cpu.fresh(_placed(logical, order, mapping, dtype))
         return cls(dtype, (mapping,), data)
