@@ -26,7 +26,7 @@ from furiosa_opt.compiler.replay import replay_objects
 from furiosa_opt.compiler.visa import format_attr
 from furiosa_opt.diagnostics import Location, VerifyError
 from furiosa_opt.lang.tensors import DmTensor, HbmTensor, Tensor, TensorView, TrfTensor, VrfTensor
-from furiosa_opt.mapping import m
+from furiosa_opt.mapping import m, views
 from furiosa_opt.mapping.evaluate import evaluate
 
 VIEW_OPS = {"view", "view_mut", "tile", "pad", "unpad", "reshape"}
@@ -238,8 +238,13 @@ class _Lowering:
 def _window_extent(view: TensorView) -> int:
     """Positions a view argument spans: every outer block of the base, up to the view's last live cell."""
     outer = math.prod(level.size for level in view.outer)
-    live = np.flatnonzero(evaluate(view.element.factors, np.arange(view.element.size, dtype=np.int64)).live)
-    return (outer - 1) * view.base.params[-1].size + (int(live[-1]) + 1 if len(live) else 0)
+    cells = views.live_cells(view.element.factors)
+    if cells is not None:
+        extent = cells.extent
+    else:  # composite atoms: find the last live cell one by one
+        live = np.flatnonzero(evaluate(view.element.factors, np.arange(view.element.size, dtype=np.int64)).live)
+        extent = int(live[-1]) + 1 if len(live) else 0
+    return (outer - 1) * view.base.params[-1].size + extent
 
 
 def _location(op: visa.Op | None) -> Location | None:
