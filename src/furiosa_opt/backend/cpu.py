@@ -193,7 +193,7 @@ def window_read(buf: Buf, outer: int, element: int, window: int, view: Factors) 
     live = _window(element, window, view)
     if live is None:
         return Buf(buf.base, compose(buf.index, window_index(outer, element, window, view)))
-    span = min(size(view), element - window)
+    span = live.extent  # cells past the last live one are padding: not read (zeros cost no pages)
     seen = np.zeros((outer, size(view)), dtype=buf.values().dtype)
     seen[:, :span] = buf.values().reshape(outer, element)[:, window : window + span]
     out = np.zeros((outer, *live.shape), dtype=seen.dtype)
@@ -210,7 +210,7 @@ def window_write(base: Buf, outer: int, element: int, window: int, view: Factors
         index = window_index(outer, element, window, view)
         written[index[index >= 0]] = src.values()[index >= 0]
         return base.with_values(written)
-    span = min(size(view), element - window)
+    span = live.extent
     region = np.zeros((outer, size(view)), dtype=written.dtype)
     blocks = written.reshape(outer, element)
     region[:, :span] = blocks[:, window : window + span]
