@@ -824,3 +824,21 @@ def test_pack_round_trip(d):
     back = dt.unpack(data, d, 64)
     assert back.dtype == d.storage and back.tobytes() == v.tobytes()
     back[0] = back[1]  # a writable copy, not a view of the bytes
+
+
+def test_fast_bf16_conversions_equal_the_bit_level_rules_on_a_million_patterns():
+    """The C-cast paths (ml_dtypes plus fixed lanes) against the bit-level rules they replace."""
+    rng = np.random.default_rng(5)
+    special = [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF, 1, 0x807FFFFF]
+    special += [0x7F7FFFFF, 0x7F7F8000, 0x00800000, 0x007FFFFF, 0x3F808000, 0x3F818000, 0x3F80C000]
+    bits = np.concatenate(
+        [rng.integers(0, 2**32, 1_000_000, dtype=np.uint64).astype(np.uint32), np.array(special, np.uint32)]
+    )
+    x = bits.view(np.float32)
+    n = bits.astype(np.int64)
+    assert np.array_equal(dt.bf16_from_f32(x).view(np.uint16), dt._bf16_user_bits(n).astype(np.uint16))
+    assert np.array_equal(dt.bf16_from_f32_hw(x).view(np.uint16), dt._bf16_hw_bits(n).astype(np.uint16))
+    codes = np.arange(2**16, dtype=np.uint32)
+    expected = np.where((codes & 0x7F80) == 0, (codes & 0x8000) << 16, codes << 16)
+    expected = np.where((codes & 0x7FFF) > 0x7F80, 0x7FC00000, expected)
+    assert np.array_equal(dt.f32_from_bf16_hw(codes.astype(np.uint16)).view(np.uint32), expected)

@@ -93,13 +93,18 @@ def _f32_bits(x) -> np.ndarray:
         return np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.int64)
 
 
-def _raw_bits(x, dtype: DType) -> np.ndarray:
-    """The raw codes of a ``dtype``-storage array (unsigned arrays of the same width pass as codes)."""
+def _codes(x, dtype: DType) -> np.ndarray:
+    """The raw codes of a ``dtype``-storage array, unwidened (unsigned arrays of the same width pass)."""
     arr = np.asarray(x)
     raw = np.dtype(f"u{dtype.storage.itemsize}")
     if arr.dtype not in (dtype.storage, raw):
         raise DTypeError(f"expected a {dtype.name} array ({dtype.storage}) or raw {raw} codes, got {arr.dtype}")
-    return arr.view(raw).astype(np.int64)
+    return arr.view(raw)
+
+
+def _raw_bits(x, dtype: DType) -> np.ndarray:
+    """The raw codes as int64, so intermediate arithmetic never wraps."""
+    return _codes(x, dtype).astype(np.int64)
 
 
 def _as(bits: np.ndarray, dtype: DType) -> np.ndarray:
@@ -146,8 +151,20 @@ def _bf16_hw_bits(n: np.ndarray) -> np.ndarray:
 
 
 def bf16_from_f32_hw(x) -> np.ndarray:
-    """Hardware f32 -> bf16 (``float/bf16.rs``): NaN -> 0x7fc0, f32 subnormal -> signed zero, else RNE."""
-    return _as(_bf16_hw_bits(_f32_bits(x)), bf16)
+    """Hardware f32 -> bf16 (``float/bf16.rs``): NaN -> 0x7fc0, f32 subnormal -> signed zero, else RNE.
+
+    ml_dtypes' C cast does the RNE; the lanes the hardware treats differently are set afterwards."""
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out = x.astype(bf16.storage)
+    n, bits = x.view(np.uint32), out.view(np.uint16)
+    subnormal = ((n & 0x7F800000) == 0) & ((n & 0x7FFFFF) != 0)
+    if subnormal.any():
+        bits[subnormal] = (n[subnormal] >> 16) & 0x8000
+    nan = np.isnan(x)
+    if nan.any():
+        bits[nan] = _BF16_QNAN
+    return out
 
 
 def bf16_from_f32_relu_hw(x) -> np.ndarray:
@@ -159,9 +176,10 @@ def bf16_from_f32_relu_hw(x) -> np.ndarray:
 
 def f32_from_bf16_hw(x) -> np.ndarray:
     """Hardware bf16 -> f32 (``float/bf16.rs``): NaN -> 0x7fc00000, subnormal -> signed zero, else exact."""
-    h = _raw_bits(x, bf16)
-    out = np.where((h & 0x7F80) == 0, (h & 0x8000) << 16, h << 16)
-    return _as(np.where((h & 0x7FFF) > 0x7F80, _F32_QNAN, out), f32)
+    h = _codes(x, bf16)
+    wide = h.astype(np.uint32) << 16
+    out = np.where((h & 0x7F80) == 0, wide & 0x80000000, wide)
+    return np.where((h & 0x7FFF) > 0x7F80, np.uint32(_F32_QNAN), out).astype(np.uint32).view(np.float32)
 
 
 # --- f8e4m3: bias 7, no inf, NaN = 0x7f/0xff, max 448 ---

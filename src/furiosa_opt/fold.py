@@ -8,6 +8,7 @@ integers wrap.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -120,18 +121,40 @@ def fold_views(lhs_map: Factors, rhs_map: Factors, pre_reduce: Factors, out: Fac
     return FoldViews(lhs, rhs, tuple(d.count for d in reduced), target, kept_order)
 
 
-def fold_through_views(plan: FoldViews, lhs: np.ndarray, rhs: np.ndarray, acc: np.dtype) -> np.ndarray:
+def fold_through_views(
+    plan: FoldViews, lhs: np.ndarray, rhs: np.ndarray, acc: np.dtype, live: bool = False
+) -> np.ndarray:
     """`out[..., o] = Σ lhs·rhs` over the contracted positions of each output, folded from zero in wire
-    order (no FMA, no pairwise sums); operands are widened `[..., positions]` arrays."""
-    left, right = plan.lhs.view(lhs), plan.rhs.view(rhs)
-    lead = (slice(None),) * (lhs.ndim - 1)
+    order (no FMA, no pairwise sums); operands are widened `[..., positions]` buffers, or with `live` their
+    layouts' live grids. Each operand is laid out once step-major, so every step reads a contiguous block."""
+    if live:
+        left, right = plan.lhs.view_live(lhs), plan.rhs.view_live(rhs)
+    else:
+        left, right = plan.lhs.view(lhs), plan.rhs.view(rhs)
+    first = left.ndim - len(plan.reduced) - len(plan.kept_order)  # leading batch axes (simulator slices)
+    order = _inner_order(left.shape[first + len(plan.reduced) :], right.shape[first + len(plan.reduced) :])
+    outer = tuple(range(first + len(plan.reduced)))
+    moved = outer + tuple(len(outer) + i for i in order)
+    left, right = np.ascontiguousarray(left.transpose(moved)), np.ascontiguousarray(right.transpose(moved))
+    lead = (slice(None),) * first
     total = np.zeros((), dtype=acc)
     with np.errstate(all="ignore"):
         for step in np.ndindex(*plan.reduced):
             total = total + left[lead + step] * right[lead + step]
-    first = lhs.ndim - 1
-    kept = total.transpose(tuple(range(first)) + tuple(first + i for i in plan.kept_order))
+    back = np.argsort(order)  # the kept axes in `pre_reduce` order again
+    kept = total.transpose(tuple(range(first)) + tuple(first + int(back[i]) for i in plan.kept_order))
     return plan.out.place(kept)
+
+
+def _inner_order(left: tuple[int, ...], right: tuple[int, ...]) -> list[int]:
+    """An order of the kept axes that makes numpy's inner loop long: axes both operands hold outside,
+    then those only one holds, the larger group innermost (numpy loops fastest over the last axis)."""
+    both = [i for i in range(len(left)) if left[i] > 1 and right[i] > 1]
+    only_left = [i for i in range(len(left)) if left[i] > 1 and right[i] == 1]
+    only_right = [i for i in range(len(left)) if right[i] > 1 and left[i] == 1]
+    rest = [i for i in range(len(left)) if left[i] == 1 and right[i] == 1]
+    small, large = sorted((only_left, only_right), key=lambda g: math.prod(left[i] * right[i] for i in g))
+    return rest + both + small + large
 
 
 def widener(acc: DType, operand: DType) -> Callable[[np.ndarray], np.ndarray]:

@@ -231,6 +231,10 @@ def contraction(
     check_relayout(rhs_map, pre_reduce, True, True)
     through_views = fold_views(lhs_map, rhs_map, pre_reduce, out)
     if through_views is not None:
+        grids = _grid(lhs, lhs_map), _grid(rhs, rhs_map)
+        if None not in grids:  # widen the live cells only, once per distinct value
+            left, right = (_once(widen, [grid]) for grid, _ in grids)
+            return fresh(fold_through_views(through_views, left, right, acc, live=True))
         return fresh(fold_through_views(through_views, widen(lhs.values()), widen(rhs.values()), acc))
     plan = contraction_plan(lhs_map, rhs_map, pre_reduce, out)
     return contract(lhs, rhs, plan, size(out), widen, acc)
