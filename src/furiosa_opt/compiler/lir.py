@@ -7,6 +7,7 @@ VRF files from 0. Every command keeps the vISA op it implements and the user's s
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 import msgpack
@@ -80,13 +81,14 @@ def sequencer_loops(sequencer: Sequencer, memory: int) -> tuple[tuple[int, ...],
     return tuple(e.size for e in entries), tuple(e.stride if e.memory == memory else 0 for e in entries)
 
 
-def walk_sequencer(sequencer: Sequencer, memory: int) -> np.ndarray:
+def walk_sequencer(sequencer: Sequencer, memory: int, count: int | None = None) -> np.ndarray:
     """Byte address in `memory` of every stream position the sequencer visits (fetch: DM is memory 1,
-    the interleave selector memory 0; commit: DM is memory 0)."""
-    out = np.array([sequencer.base], dtype=np.int64)
-    for size, stride in zip(*sequencer_loops(sequencer, memory), strict=True):
-        out = (out[:, None] + np.arange(size, dtype=np.int64) * stride).ravel()
-    return out
+    the interleave selector memory 0; commit: DM is memory 0), or of the first `count` of them."""
+    sizes, strides = sequencer_loops(sequencer, memory)
+    total = math.prod(sizes)
+    positions = np.arange(total if count is None else min(count, total), dtype=np.int64)
+    digits = np.unravel_index(positions, sizes) if sizes else ()
+    return sequencer.base + sum((d * s for d, s in zip(digits, strides, strict=True)), np.zeros_like(positions))
 
 
 @dataclass

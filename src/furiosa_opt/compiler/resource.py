@@ -79,8 +79,8 @@ def _exec_cycles(command: Command, element_bytes: int) -> int:
 
 def same_bank_run(sequencer: Sequencer, element_bytes: int, limit: int = 4096) -> int:
     """The longest run of consecutive fetch accesses to one DM bank, over the first `limit` accesses."""
-    addresses = walk_sequencer(sequencer, 1)
     step = max(1, sequencer.access // element_bytes)
+    addresses = walk_sequencer(sequencer, 1, limit * step)  # only the accesses the rule looks at
     banks = addresses[::step][:limit] // RNGD.dm_bank_width_bytes % RNGD.dm_banks_per_slice
     if len(banks) < 2:
         return len(banks)
