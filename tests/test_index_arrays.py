@@ -3,10 +3,10 @@ sum of the sizes of the axes it relates.
 
 Every function that builds one entry per position of a layout — the relayout index map, the view window
 index, the contraction plan, and the cell decoder where data moves — is wrapped while each kernel runs on
-the CPU backend;
-the test records the length of each array built and the sum of the sizes of the axes of the layouts
-involved (an instrumented count, not a clock). Views cost nothing per position, so a kernel that moves
-its data as views builds none of these, or only small ones.
+the CPU backend and from its EDF on the simulator (its compile is not measured). The test records the
+length of each array built and the sum of the sizes of the axes of the layouts involved (an instrumented
+count, not a clock). Views cost nothing per position, so a kernel that moves its data as views builds
+none of these, or only small ones.
 """
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ import sys
 
 import numpy as np
 import pytest
+from backends import backend, compiled
 from test_differential import KERNELS, _arguments
 
-from furiosa_opt import Context, launch
+from furiosa_opt import Context
 from furiosa_opt.mapping.factors import Comp, Factors, SymAtom
 
 BUILDERS = ("relayout_index", "window_index", "contraction_plan", "evaluate")
 # Where `evaluate` (the cell decoder) moves data; elsewhere it serves static checks of one slice's mappings
 # (sequencer synthesis), whose cost is the mapping's, not the data's.
-DATA_MODULES = ("furiosa_opt.backend.cpu", "furiosa_opt.lang.tensors")
+DATA_MODULES = ("furiosa_opt.backend.cpu", "furiosa_opt.lang.tensors", "furiosa_opt.sim.tensor_unit")
 
 
 def _axes(fs: Factors) -> dict[str, int]:
@@ -71,16 +72,19 @@ def built(monkeypatch) -> list[tuple[str, int, int]]:
 EXAMPLES = sorted(i for i in KERNELS if i.startswith("base_template.") or i.startswith("tests.upstream."))
 
 
+@pytest.mark.parametrize("name", ["cpu", "npu"])
 @pytest.mark.parametrize("identity", EXAMPLES)
-def test_example_kernels_build_no_index_array_longer_than_their_axes(identity, built):
+def test_example_kernels_build_no_index_array_longer_than_their_axes(identity, name, built):
     kernel, module = KERNELS[identity]
     try:
-        with Context.acquire() as ctx:
+        if name == "npu":
+            compiled(kernel)  # compiling is not moving data: only the simulator's run is measured
+        with backend(name) as run, Context.acquire() as ctx:
             args = _arguments(kernel, module, ctx, np.random.default_rng(0))
             built.clear()  # inputs are made by the host; the kernel's own moves are measured
-            launch(kernel, ctx, *args)
-    except Exception as error:  # a kernel the CPU refuses (a pair-mode port) moves nothing
-        pytest.skip(f"{identity} does not run on the CPU backend: {type(error).__name__}")
+            run(kernel, ctx, *args)
+    except Exception as error:  # a kernel a backend refuses (pair mode, several chips) moves nothing
+        pytest.skip(f"{identity} does not run on the {name} backend: {type(error).__name__}")
     too_long = [(name, n, bound) for name, n, bound in built if n > bound]
     assert not too_long, f"{identity} built per-position index arrays: {too_long[:5]}"
 
