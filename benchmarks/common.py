@@ -10,14 +10,11 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import cache
 
 import numpy as np
 
 from base_template.oracle import round_bf16, widen_bf16
-from furiosa_opt import DeviceFunction, runtime
-from furiosa_opt.compiler.driver import compile_kernel
-from furiosa_opt.compiler.edf import Edf, read_edf
+from furiosa_opt import runtime
 
 
 def best_of(repeats: int, fn: Callable[[], object]) -> float:
@@ -80,21 +77,7 @@ def peak_rss(argv: list[str]) -> tuple[subprocess.CompletedProcess, int]:
     return done, after * 1024  # Linux reports KiB
 
 
-@cache
-def edf_of(kernel: DeviceFunction) -> Edf:
-    """The kernel compiled in this process, once: benchmark kernels belong to no package."""
-    result = compile_kernel(kernel)
-    if not result.ok:
-        raise SystemExit(f"{kernel.identity} does not compile: " + "; ".join(d.message for d in result.diagnostics))
-    return read_edf(result.edf)
-
-
-def launch_npu(kernel: DeviceFunction, ctx: object, *args: object) -> object:
-    """`launch` under the NPU backend with the EDF compiled in this process (once per kernel): benchmark
-    kernels belong to no package, so the runtime would find no binary to load for them."""
-    leaves = [value for _, _, value in kernel.bind(args)]
-    results = runtime.execute(kernel.identity, edf_of(kernel), leaves, kernel.returns or ())
-    return None if not results else results[0] if len(results) == 1 else tuple(results)
+launch_npu = runtime.launch_here  # benchmark kernels belong to no package: compiled in this process
 
 
 @contextmanager

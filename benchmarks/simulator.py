@@ -14,11 +14,12 @@ import sys
 from collections.abc import Callable
 
 import numpy as np
-from common import best_of, duration, edf_of, launch_npu, machine, npu_backend, numpy_gemm, row, same_bits
+from common import best_of, duration, launch_npu, machine, npu_backend, numpy_gemm, row, same_bits
 from transformer import Case, cases, output, uniform_bf16
 
 from base_template.kernel.gemm_kernel import I, J, K, gemm_kernel
 from furiosa_opt import Context, HbmTensor, HostTensor, bf16, launch, m
+from furiosa_opt.runtime import compiled_here
 
 TARGET = 5.0
 
@@ -57,7 +58,7 @@ def main() -> int:
     rng = np.random.default_rng(42)
     failed = False
     for case in [gemm_case(rng), *cases(rng)]:
-        edf_of(case.kernel)
+        compiled_here(case.kernel)
         cpu = timed(case, launch, args.repeats)
         with npu_backend():
             simulated = timed(case, launch_npu, args.repeats)

@@ -180,8 +180,7 @@ def launch(kernel: DeviceFunction, ctx: Context, *args: object) -> Any:
     if backend == "npu":
         from furiosa_opt import runtime  # the NPU backend sits above the language: imported only when chosen
 
-        results = runtime.run(kernel, [value for _, _, value in leaves])
-        return _check_result(kernel, tuple(results) if len(results) != 1 else results[0]) if results else None
+        return returned(kernel, runtime.run(kernel, [value for _, _, value in leaves]))
     values = iter(args)
     bound = [ctx if p.type is None else next(values) for p in kernel.parameters]
     result = kernel.fn(*bound)
@@ -201,6 +200,11 @@ def _check_backend(kernel: DeviceFunction) -> str:
             "which this build does not have (FURIOSA_OPT_DEVICE=sim is the supported device)",
         )
     return backend
+
+
+def returned(kernel: DeviceFunction, results: list) -> Any:
+    """What `launch` hands back for a backend's list of result tensors: None, one tensor, or a tuple."""
+    return _check_result(kernel, tuple(results) if len(results) != 1 else results[0]) if results else None
 
 
 def _check_result(kernel: DeviceFunction, result: Any) -> Any:

@@ -205,8 +205,9 @@ class HostTensor(Tensor):
         order = _axis_order(mapping)
         shape = tuple(n for _, n in order)
         try:  # the buffer's digits viewed as the array's dimensions, one copy
-            values = cpu.relayout(self.data, mapping.factors, views.dense(order), False, True).values()
-            return (values.copy() if values is self.values() else values).reshape(shape)  # never the tensor's own
+            moved = cpu.relayout(self.data, mapping.factors, views.dense(order), False, True)
+            values = moved.values()
+            return (values.copy() if moved is self.data else values).reshape(shape)  # never the tensor's own
         except MappingError:  # a mapping covering part of an axis, or cutting it where views cannot
             out = np.zeros(shape, dtype=self.dtype.storage)
             layout = evaluate(mapping.factors, np.arange(mapping.size, dtype=np.int64))

@@ -9,6 +9,10 @@ its bytes at that moment. `load` finds and checks the binary; `execute` runs one
 
 from __future__ import annotations
 
+from functools import cache
+
+from furiosa_opt.compiler.edf import Edf, read_edf
+from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.runtime.launch import execute
 from furiosa_opt.runtime.load import load
 from furiosa_opt.runtime.memory import DEVICE, DeviceBuf, upload
@@ -19,4 +23,30 @@ def run(kernel, leaves: list) -> list:
     return execute(kernel.identity, load(kernel), leaves, kernel.returns or ())
 
 
-__all__ = ["DEVICE", "DeviceBuf", "execute", "load", "run", "upload"]
+@cache
+def compiled_here(kernel) -> Edf:
+    """The kernel's EDF compiled in this process, once: for kernels outside a kernel package (tests,
+    benchmarks, notebooks), which have no output directory to load a binary from."""
+    from furiosa_opt.compiler.driver import compile_kernel
+
+    result = compile_kernel(kernel)
+    if not result.ok:
+        reasons = "; ".join(f"{d.stage}:{d.code}: {d.message}" for d in result.diagnostics)
+        raise VerifyError("npu-not-compiled", f"`{kernel.identity}` does not compile: {reasons}")
+    return read_edf(result.edf)
+
+
+def launch_here(kernel, ctx, *args):
+    """`launch` on the NPU backend with the binary from `compiled_here`; set FURIOSA_OPT_BACKEND=npu
+    first so that the HBM tensors involved live in device memory.
+
+        with Context.acquire() as ctx:
+            out = runtime.launch_here(copy_kernel, ctx, x)
+    """
+    from furiosa_opt.lang.device import returned
+
+    leaves = [value for _, _, value in kernel.bind(args)]
+    return returned(kernel, execute(kernel.identity, compiled_here(kernel), leaves, kernel.returns or ()))
+
+
+__all__ = ["DEVICE", "DeviceBuf", "compiled_here", "execute", "launch_here", "load", "run", "upload"]
