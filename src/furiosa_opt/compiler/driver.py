@@ -8,6 +8,7 @@ commands (ResourceLir) and writes the EDF.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -44,32 +45,37 @@ class Compiled:
         return visa.print_kernel(self.visa)
 
 
-def _stage_three(result: Compiled) -> None:
+def _lir(result: Compiled, ir: visa.Kernel, root: Path | None) -> None:
+    """vISA → LIR; a placement or sequencing refusal is a stage-2 diagnostic at the user's line."""
+    result.lir = lower(ir, root)
+
+
+def _edf(result: Compiled, ir: visa.Kernel, root: Path | None) -> None:
     """LIR → ResourceLir → schedule → EDF. The EDF's key is the vISA it was compiled from, so
     compiling a dumped vISA gives the same bytes as compiling the Python."""
-    start = time.perf_counter()
-    try:
-        result.plan = schedule(result.lir, env.scheduler())
-        device = f"chip={result.lir.chip},pe={result.lir.pe}"
-        timings = [(s.costed.command.index, s.start, s.end) for s in result.plan.slots]
-        result.edf = write_edf(
-            result.lir, compiler_version=__version__, cache_key=artifact_key(result.visa_text, device), schedule=timings
-        )
-    except FuriosaOptError as error:
-        result.diagnostics.append(from_error(error, "edf", result.identity))
-    result.seconds["edf"] = time.perf_counter() - start
+    result.plan = schedule(result.lir, env.scheduler())
+    device = f"chip={result.lir.chip},pe={result.lir.pe}"
+    timings = [(s.costed.command.index, s.start, s.end) for s in result.plan.slots]
+    result.edf = write_edf(
+        result.lir, compiler_version=__version__, cache_key=artifact_key(result.visa_text, device), schedule=timings
+    )
 
 
-def _stage_two(result: Compiled, kernel: visa.Kernel, root: Path | None) -> None:
-    """vISA → LIR; a placement or sequencing refusal is a stage-2 diagnostic at the user's line."""
-    start = time.perf_counter()
-    try:
-        result.lir = lower(kernel, root)
-    except FuriosaOptError as error:
-        result.diagnostics.append(from_error(error, "lir", kernel.identity))
-    result.seconds["lir"] = time.perf_counter() - start
-    if result.lir is not None:
-        _stage_three(result)
+# The stages after stage 1 ("visa", which `compile_kernel` traces and `compile_visa` replays), in order:
+# each fills the next field of `Compiled` from the vISA; a refusal stops the walk as its diagnostic.
+STAGES: tuple[tuple[str, Callable[[Compiled, visa.Kernel, Path | None], None]], ...] = (("lir", _lir), ("edf", _edf))
+
+
+def _walk(result: Compiled, ir: visa.Kernel, root: Path | None) -> None:
+    for name, stage in STAGES:
+        start = time.perf_counter()
+        try:
+            stage(result, ir, root)
+        except FuriosaOptError as error:
+            result.diagnostics.append(from_error(error, name, result.identity))
+        result.seconds[name] = time.perf_counter() - start
+        if result.diagnostics:
+            return
 
 
 def relocate(kernel: visa.Kernel, root: Path) -> visa.Kernel:
@@ -98,7 +104,7 @@ def compile_kernel(kernel: DeviceFunction, root: Path | None = None) -> Compiled
     result.diagnostics = [from_error(e, "visa", kernel.identity) for e in errors]
     if ir is not None:
         result.visa = relocate(ir, root) if root else ir
-        _stage_two(result, ir, root)
+        _walk(result, ir, root)
     return result
 
 
@@ -118,5 +124,5 @@ def compile_visa(path: Path) -> Compiled:
         result.diagnostics = [from_error(error, "visa", parsed.identity)]
     result.seconds["visa"] = time.perf_counter() - start
     if result.visa is not None:
-        _stage_two(result, result.visa, None)
+        _walk(result, result.visa, None)
     return result

@@ -15,6 +15,7 @@ import numpy as np
 from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.lir import Buffer, Command, Lir, Sequencer, walk_sequencer
 from furiosa_opt.dtypes import dtype_by_name
+from furiosa_opt.stages import VECTOR
 
 # Tensor Unit pipelines: cycles to fill the fetch → compute → commit pipe once (not documented upstream).
 PIPELINE_FILL = 32
@@ -24,7 +25,6 @@ ROUTE_NAMES = {
     ("dram", "dram"): "HBM→HBM",
     ("sram", "sram"): "DM→DM",
 }
-VECTOR_STAGES = ("vector_",)
 
 
 @dataclass
@@ -110,7 +110,7 @@ def cost(lir: Lir) -> list[Costed]:
             continue
         element_bytes = max(1, dtype_by_name(buffers[command.inputs[0]].dtype).bits // 8)
         cycles = _exec_cycles(command, element_bytes)
-        uses_ve = any(e["stage"].startswith(VECTOR_STAGES) for e in command.engines)
+        uses_ve = any(e["stage"] in VECTOR for e in command.engines)  # the stage table's Vector Engine stages
         resources = [command.context] + (["ve"] if uses_ve else [])
         contexts = ["MainContext" if command.context == "main" else "SubContext"] + (
             ["VectorEngine"] if uses_ve else []

@@ -19,6 +19,7 @@ from furiosa_opt.lang.stream import Stream
 from furiosa_opt.lang.tensors import TrfTensor
 from furiosa_opt.mapping import Mapping
 from furiosa_opt.mapping.algebra import pair
+from furiosa_opt.stages import STAGES
 from furiosa_opt.vector.ops import LaneMode
 from furiosa_opt.verify import contraction as rules
 
@@ -43,14 +44,16 @@ class Contraction:
     def __repr__(self) -> str:
         return f"Contraction({self.stage}, acc={self._pending.acc})"
 
-    def _expect(self, method: str, stage: str) -> None:
+    def _expect(self, method: str) -> None:
+        """The stage table's order (furiosa_opt/stages.py)."""
+        (stage,) = STAGES[method].after
         if self.stage != stage:
             raise VerifyError("pipeline-order", f"`{method}` follows `{stage}`, not `{self.stage}`")
 
     @user_facing
     def contract_packet(self, packet: Mapping) -> Contraction:
         """Sum the innermost packet cells that `packet` drops (a tree over 2^d cells)."""
-        self._expect("contract_packet", "contract_outer")
+        self._expect("contract_packet")
         p = self._pending
         rules.check_contract_packet(p.stream.dtype, p.packet, packet)
         result = Contraction(replace(p, packet2=packet), "contract_packet")
@@ -60,7 +63,7 @@ class Contraction:
     @user_facing
     def contract_time(self, time: Mapping) -> Contraction:
         """Sum the time axes that `time` drops; the kept ones stay in order."""
-        self._expect("contract_time", "contract_packet")
+        self._expect("contract_time")
         rules.check_contract_time(self._pending.time, time)
         result = Contraction(replace(self._pending, time2=time), "contract_time")
         active().record("contract_time", (self,), (result,), time=time)
@@ -69,7 +72,7 @@ class Contraction:
     @user_facing
     def contract_lane(self, mode: LaneMode, time: Mapping, packet: Mapping) -> Stream:
         """Fold the lanes into the output flit and compute the contraction."""
-        self._expect("contract_lane", "contract_time")
+        self._expect("contract_lane")
         p = self._pending
         lane = p.trf.params[3]
         rules.check_contract_lane(mode.name, lane, p.time2, p.packet2, time, packet, p.time)

@@ -25,25 +25,13 @@ from furiosa_opt.lang.tensors import (
 )
 from furiosa_opt.mapping import Mapping, MappingError, m
 from furiosa_opt.mapping.algebra import pair
+from furiosa_opt.stages import STAGES, following
 from furiosa_opt.verify import memory as verify_memory
 from furiosa_opt.verify import stream as rules
 
 if TYPE_CHECKING:
     from furiosa_opt.lang.contraction import Contraction
     from furiosa_opt.lang.vector import VectorStream
-
-# stage → the methods that may follow it (upstream engine/mod.rs, spec/compute.md §0.4)
-NEXT = {
-    "begin": ("fetch",),
-    "fetch": ("fetch_cast", "collect"),
-    "fetch_cast": ("collect",),
-    "collect": ("to_trf", "to_vrf", "contract_outer", "cast", "vector_init", "commit_trim"),
-    "contract_lane": ("cast", "vector_init", "commit_trim"),
-    "vector_final": ("cast", "to_vrf", "commit_trim"),
-    "cast": ("commit_trim",),
-    "commit_trim": ("commit_cast", "commit_cast_relu", "commit", "commit_view"),
-    "commit_cast": ("commit", "commit_view"),
-}
 
 
 class Stream:
@@ -71,9 +59,9 @@ class Stream:
         return pair(*self.spatial, self.time, self.packet)
 
     def _expect(self, method: str) -> None:
-        allowed = NEXT.get(self.stage, ())
-        if method not in allowed:
-            after = [stage for stage, methods in NEXT.items() if method in methods]
+        """The stage table's order (furiosa_opt/stages.py): `method` must be able to follow this stage."""
+        if self.stage not in STAGES[method].after:
+            allowed, after = following(self.stage), STAGES[method].after
             raise VerifyError(
                 "pipeline-order",
                 f"`{method}` cannot follow `{self.stage}`",
@@ -208,8 +196,9 @@ class Stream:
         rules.check_commit_cast(self.packet, self.dtype, dtype)
         convert_ = dtypes.bf16_from_f32_relu_hw if relu else dtypes.bf16_from_f32_hw
         data = active().elementwise(convert_, self.data)
-        result = Stream(self.ctx, "commit_cast", dtype, self.spatial, self.time, self.packet, data)
-        return self._recorded(result, "commit_cast_relu" if relu else "commit_cast", dtype=dtype)
+        stage = "commit_cast_relu" if relu else "commit_cast"
+        result = Stream(self.ctx, stage, dtype, self.spatial, self.time, self.packet, data)
+        return self._recorded(result, stage, dtype=dtype)
 
     @user_facing
     def commit(self, element: Mapping) -> DmTensor:

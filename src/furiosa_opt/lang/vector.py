@@ -17,6 +17,7 @@ from furiosa_opt.lang.stream import Stream
 from furiosa_opt.lang.tensors import VrfTensor
 from furiosa_opt.mapping import Mapping, MappingError
 from furiosa_opt.mapping.algebra import pair
+from furiosa_opt.stages import STAGES
 from furiosa_opt.vector import arithmetic as ops
 from furiosa_opt.vector.ops import BinaryArgMode, TagMode, alu_of, scalar_dtype
 from furiosa_opt.verify import vector as rules
@@ -70,8 +71,14 @@ class VectorStream:
             raise VerifyError("vector-operand", f"`{method}`: an i32 stream takes an int constant, got {operand!r}")
         return active().constant(operand, self.dtype.storage, self.stream.layout.size)
 
-    def _binary(self, method: str, stage: str, op, operand: object, mode, compute) -> VectorStream:
-        rules.check_stage(self.stage, self.way, method, stage)
+    def _enter(self, method: str) -> str:
+        """Check that `method` may come next in the intra-slice chain; its slot (the stage table's)."""
+        slot = STAGES[method].slot
+        rules.check_stage(self.stage, self.way, method, slot)
+        return slot
+
+    def _binary(self, method: str, op, operand: object, mode, compute) -> VectorStream:
+        stage = self._enter(method)
         rules.check_scalar(self.dtype, scalar_dtype(op), method)
         alu = alu_of(op)
         rules.check_alu(alu, self.used, method)
@@ -86,85 +93,79 @@ class VectorStream:
 
     @user_facing
     def vector_intra_slice_tag(self, mode: TagMode = TagMode.Zero) -> VectorStream:
-        rules.check_stage(self.stage, self.way, "vector_intra_slice_tag", "tag")
+        slot = self._enter("vector_intra_slice_tag")
         rules.check_tag_packet(self.stream.packet)
         tags = active().elementwise(lambda v: ops.comparison_tags(mode, v), self.stream.data)
-        return self._recorded(self._with("tag", self.stream.data, tags=tags), "vector_intra_slice_tag", mode=mode)
+        return self._recorded(self._with(slot, self.stream.data, tags=tags), "vector_intra_slice_tag", mode=mode)
 
     @user_facing
     def vector_logic(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
-        return self._binary("vector_logic", "logic", op, operand, mode, ops.logic)
+        return self._binary("vector_logic", op, operand, mode, ops.logic)
 
     @user_facing
     def vector_fxp(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
         """Fixed-point/integer op on an i32 stream (`FxpBinaryOp.AddFxp`, `MulInt`, …)."""
-        return self._binary("vector_fxp", "fxp", op, operand, mode, ops.fxp)
+        return self._binary("vector_fxp", op, operand, mode, ops.fxp)
 
     @user_facing
     def vector_fxp_to_fp(self, int_width: int) -> VectorStream:
-        rules.check_stage(self.stage, self.way, "vector_fxp_to_fp", "fxp_to_fp")
+        slot = self._enter("vector_fxp_to_fp")
         rules.check_scalar(self.dtype, dtypes.i32, "vector_fxp_to_fp")
         data = active().elementwise(lambda v: dtypes.fxp_to_fp(v, int_width), self.stream.data)
-        return self._recorded(self._with("fxp_to_fp", data, dtype=dtypes.f32), "vector_fxp_to_fp", int_width=int_width)
+        return self._recorded(self._with(slot, data, dtype=dtypes.f32), "vector_fxp_to_fp", int_width=int_width)
 
     @user_facing
     def vector_narrow_split(self, time: Mapping, packet: Mapping) -> VectorStream:
         """Split each 8-element flit into two 4-element steps (Way8 → Way4)."""
-        rules.check_stage(self.stage, self.way, "vector_narrow_split", "narrow")
+        slot = self._enter("vector_narrow_split")
         rules.check_narrow_split(self.stream.time, self.stream.packet, time, packet)
-        return self._recorded(
-            self._relaid("narrow", time, packet, way=4), "vector_narrow_split", time=time, packet=packet
-        )
+        return self._recorded(self._relaid(slot, time, packet, way=4), "vector_narrow_split", time=time, packet=packet)
 
     @user_facing
     def vector_narrow_trim(self, packet: Mapping) -> VectorStream:
         """Drop the back four (dummy) lanes of each flit (Way8 → Way4)."""
-        rules.check_stage(self.stage, self.way, "vector_narrow_trim", "narrow")
+        slot = self._enter("vector_narrow_trim")
         rules.check_narrow_trim(self.stream.packet, packet)
-        return self._recorded(
-            self._relaid("narrow", self.stream.time, packet, way=4), "vector_narrow_trim", packet=packet
-        )
+        return self._recorded(self._relaid(slot, self.stream.time, packet, way=4), "vector_narrow_trim", packet=packet)
 
     @user_facing
     def vector_fp_unary(self, op) -> VectorStream:
-        rules.check_stage(self.stage, self.way, "vector_fp_unary", "fp")
+        slot = self._enter("vector_fp_unary")
         rules.check_scalar(self.dtype, dtypes.f32, "vector_fp_unary")
         alu = alu_of(op)
         rules.check_alu(alu, self.used, "vector_fp_unary")
         data = active().elementwise(lambda v: ops.fp_unary(op, v), self.stream.data)
-        return self._recorded(self._with("fp", data, alu=alu), "vector_fp_unary", op=op)
+        return self._recorded(self._with(slot, data, alu=alu), "vector_fp_unary", op=op)
 
     @user_facing
     def vector_fp_binary(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
         """Float op on an f32 Way4 stream (`FpBinaryOp.AddF`, `MulF(FpMulAlu.Mul0)`, …)."""
-        return self._binary("vector_fp_binary", "fp", op, operand, mode, ops.fp_binary)
+        return self._binary("vector_fp_binary", op, operand, mode, ops.fp_binary)
 
     @user_facing
     def vector_widen_concat(self, time: Mapping, packet: Mapping) -> VectorStream:
         """Join two 4-element steps into one flit (Way4 → Way8)."""
-        rules.check_stage(self.stage, self.way, "vector_widen_concat", "widen")
+        slot = self._enter("vector_widen_concat")
         rules.check_widen_concat(self.stream.time, self.stream.packet, time, packet)
-        return self._recorded(
-            self._relaid("widen", time, packet, way=8), "vector_widen_concat", time=time, packet=packet
-        )
+        return self._recorded(self._relaid(slot, time, packet, way=8), "vector_widen_concat", time=time, packet=packet)
 
     @user_facing
     def vector_widen_pad(self, packet: Mapping) -> VectorStream:
         """Pad each 4-element step back to a flit (Way4 → Way8)."""
-        rules.check_stage(self.stage, self.way, "vector_widen_pad", "widen")
+        slot = self._enter("vector_widen_pad")
         rules.check_widen_pad(self.stream.packet, packet)
-        return self._recorded(self._relaid("widen", self.stream.time, packet, way=8), "vector_widen_pad", packet=packet)
+        return self._recorded(self._relaid(slot, self.stream.time, packet, way=8), "vector_widen_pad", packet=packet)
 
     @user_facing
     def vector_fp_to_fxp(self, int_width: int) -> VectorStream:
-        rules.check_stage(self.stage, self.way, "vector_fp_to_fxp", "fp_to_fxp")
+        slot = self._enter("vector_fp_to_fxp")
         rules.check_scalar(self.dtype, dtypes.f32, "vector_fp_to_fxp")
         data = active().elementwise(lambda v: dtypes.fp_to_fxp(v, int_width), self.stream.data)
-        return self._recorded(self._with("fp_to_fxp", data, dtype=dtypes.i32), "vector_fp_to_fxp", int_width=int_width)
+        return self._recorded(self._with(slot, data, dtype=dtypes.i32), "vector_fp_to_fxp", int_width=int_width)
 
     @user_facing
     def vector_clip(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
-        return self._binary("vector_clip", "clip", op, operand, mode, ops.clip)
+        return self._binary("vector_clip", op, operand, mode, ops.clip)
 
     @user_facing
     def vector_final(self) -> Stream:
@@ -195,6 +196,6 @@ class VectorStream:
 def vector_init(stream: Stream) -> VectorStream:
     rules.check_entry(stream.dtype)
     tags = active().zeros(np.dtype(np.uint8), stream.layout.size)
-    result = VectorStream(stream, tags, "init", 8, frozenset())
+    result = VectorStream(stream, tags, STAGES["vector_init"].slot, 8, frozenset())
     active().record("vector_init", (stream,), (result,))
     return result

@@ -74,23 +74,15 @@ class TensorUnit:
         return parse(text[1:-1] if text.startswith("[") else text, self.axes)
 
     def run(self, command: dict) -> None:
-        fetch, *stages = command["engines"]
-        stream = self.fetch(command, fetch)
-        pending: dict = {}
-        for config in stages:
-            stage = config["stage"]
-            if stage in ("commit", "commit_view"):
-                self.commit(stream, command)
-            elif stage == "to_trf":
-                self.store(stream, command, pair(self.mapping(config["lane"]), self.mapping(config["element"])))
-            elif stage == "to_vrf":
-                self.store(stream, command, self.mapping(config["element"]))
-            elif stage.startswith("contract_"):
-                stream = self.contract(stream, stage, config, command, pending)
-            elif stage in _STAGES:
-                stream = _STAGES[stage](self, stream, config, command)
-            else:
-                raise Unsupported(f"the simulator does not execute the `{stage}` stage yet")
+        """Each engine config in order through its stage's handler (`HANDLERS`, one per stage of the table
+        in furiosa_opt/stages.py); the first is the fetch, the last stores the command's output."""
+        self.pending: dict = {}  # what the contraction stages gather for `contract_lane`
+        stream = None
+        for config in command["engines"]:
+            handler = HANDLERS.get(config["stage"])
+            if handler is None:
+                raise Unsupported(f"the simulator does not execute the `{config['stage']}` stage yet")
+            stream = handler(self, stream, config, command)
 
     # ---- memory side ----
 
@@ -171,7 +163,7 @@ class TensorUnit:
         return Stream(_relayout(values, reduced, pair(time, packet), broadcast=False), acc, time, packet)
 
 
-# ---- the other stages: (unit, stream, config, command) -> stream ----
+# ---- the stage handlers: (unit, stream, config, command) -> the stream after the stage ----
 
 
 def _relaid(unit: TensorUnit, stream: Stream, config: dict, command: dict | None = None, drop: bool = False) -> Stream:
@@ -226,8 +218,37 @@ def _unchanged(unit: TensorUnit, stream: Stream, config: dict, command: dict) ->
     return stream
 
 
-_STAGES: dict[str, Callable] = {
+def _fetch(unit: TensorUnit, stream: None, config: dict, command: dict) -> Stream:
+    return unit.fetch(command, config)
+
+
+def _commit(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> None:
+    unit.commit(stream, command)
+
+
+def _to_trf(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> None:
+    unit.store(stream, command, pair(unit.mapping(config["lane"]), unit.mapping(config["element"])))
+
+
+def _to_vrf(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> None:
+    unit.store(stream, command, unit.mapping(config["element"]))
+
+
+def _contract(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    return unit.contract(stream, config["stage"], config, command, unit.pending)
+
+
+HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/stages.py)
+    "fetch": _fetch,
     "fetch_cast": _cast,
+    "to_trf": _to_trf,
+    "to_vrf": _to_vrf,
+    "contract_outer": _contract,
+    "contract_packet": _contract,
+    "contract_time": _contract,
+    "contract_lane": _contract,
+    "commit": _commit,
+    "commit_view": _commit,
     "collect": _relaid,
     "cast": _cast,
     "commit_trim": partial(_relaid, drop=True),

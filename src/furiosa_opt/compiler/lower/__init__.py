@@ -28,10 +28,11 @@ from furiosa_opt.diagnostics import Location, VerifyError
 from furiosa_opt.lang.tensors import DmTensor, HbmTensor, Tensor, TensorView, TrfTensor, VrfTensor
 from furiosa_opt.mapping import m, views
 from furiosa_opt.mapping.evaluate import evaluate
+from furiosa_opt.stages import ENDS
 
 VIEW_OPS = {"view", "view_mut", "tile", "pad", "unpad", "reshape"}
 DMA_OPS = {"to_dm", "to_hbm", "hbm_to_hbm", "to_dm_view", "to_hbm_view"}
-TERMINALS = {"commit", "commit_view", "to_trf", "to_vrf"}
+TERMINALS = ENDS  # the stages that end a pipeline (the stage table's)
 MEMORY = {HbmTensor: "dram", DmTensor: "sram", TrfTensor: "trf", VrfTensor: "vrf"}
 
 

@@ -1,0 +1,101 @@
+"""The one table of Tensor Unit stages: every method of a pipeline (`fetch`, `collect`, `contract_outer`,
+`vector_fxp`, `cast`, `commit`, …) declared once, with what may precede it and what it records.
+
+Each layer keeps one handler per stage, keyed by the stage's name: the kernel-language method (`lang/`,
+which checks the order below and the stage's rule in `verify/`), the vISA replay (`compiler/replay.py`
+`REPLAY`), the lowering (`compiler/lower`: an engine config from `attrs`, plus the register-file buffer
+named in `rf`; a stage that `ends` the pipeline gives its command's output) and the simulator
+(`sim/tensor_unit.py` `HANDLERS`). The cost model costs whole commands; it reads `engine` only.
+
+**Adding a stage** is one entry here and one handler per layer: declare the `Stage` (its engine, the
+stages it may follow or, inside the Vector Engine, its slot in the chain, and the vISA attributes it
+records); write the language method with its rule in `verify/`; add its replay entry and its simulator
+handler. `tests/test_stages.py` names the stage and the layer when any layer lacks a handler, handles
+a stage nobody declared, or records attributes other than the declared ones.
+
+    STAGES["collect"].after   # ("fetch", "fetch_cast")
+    following("collect")      # the methods that may come next
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One Tensor Unit stage: `name` is both the method a kernel calls and the vISA opcode."""
+
+    name: str
+    engine: str | None  # fetch, collect, contraction, vector, cast, commit, store; None: `begin`
+    after: tuple[str, ...] = ()  # the stream stages it may follow (none inside the Vector Engine)
+    attrs: tuple[str, ...] = ()  # the attributes its vISA op records, in order
+    slot: str | None = None  # inside the Vector Engine: its place in the intra-slice chain (verify/vector.py)
+    rf: str | None = None  # a register-file operand it reads: "trf" or "vrf"
+    ends: bool = False  # ends the pipeline: its output is the command's
+
+
+_VE_AFTER = ("collect", "contract_lane")  # what `vector_init` may follow
+_AFTER_COMPUTE = ("collect", "contract_lane", "vector_final")  # a finished stream's stages
+
+STAGES: dict[str, Stage] = {
+    s.name: s
+    for s in (
+        Stage("begin", None, attrs=("ctx",)),
+        Stage("fetch", "fetch", ("begin",), ("time", "packet")),
+        Stage("fetch_cast", "fetch", ("fetch",), ("dtype",)),
+        Stage("collect", "collect", ("fetch", "fetch_cast"), ("time", "packet")),
+        Stage("to_trf", "store", ("collect",), ("lane", "element"), ends=True),
+        Stage("to_vrf", "store", ("collect", "vector_final"), ("element",), ends=True),
+        Stage("contract_outer", "contraction", ("collect",), ("time", "packet"), rf="trf"),
+        Stage("contract_packet", "contraction", ("contract_outer",), ("packet",)),
+        Stage("contract_time", "contraction", ("contract_packet",), ("time",)),
+        Stage("contract_lane", "contraction", ("contract_time",), ("mode", "time", "packet")),
+        Stage("vector_init", "vector", _VE_AFTER, slot="init"),
+        Stage("vector_intra_slice_tag", "vector", attrs=("mode",), slot="tag"),
+        Stage("vector_logic", "vector", attrs=("op", "operand", "mode"), slot="logic", rf="vrf"),
+        Stage("vector_fxp", "vector", attrs=("op", "operand", "mode"), slot="fxp", rf="vrf"),
+        Stage("vector_fxp_to_fp", "vector", attrs=("int_width",), slot="fxp_to_fp"),
+        Stage("vector_narrow_split", "vector", attrs=("time", "packet"), slot="narrow"),
+        Stage("vector_narrow_trim", "vector", attrs=("packet",), slot="narrow"),
+        Stage("vector_fp_unary", "vector", attrs=("op",), slot="fp"),
+        Stage("vector_fp_binary", "vector", attrs=("op", "operand", "mode"), slot="fp", rf="vrf"),
+        Stage("vector_widen_concat", "vector", attrs=("time", "packet"), slot="widen"),
+        Stage("vector_widen_pad", "vector", attrs=("packet",), slot="widen"),
+        Stage("vector_fp_to_fxp", "vector", attrs=("int_width",), slot="fp_to_fxp"),
+        Stage("vector_clip", "vector", attrs=("op", "operand", "mode"), slot="clip", rf="vrf"),
+        Stage("vector_final", "vector"),
+        Stage("cast", "cast", _AFTER_COMPUTE, ("dtype", "packet")),
+        Stage("commit_trim", "commit", (*_AFTER_COMPUTE, "cast"), ("packet",)),
+        Stage("commit_cast", "commit", ("commit_trim",), ("dtype",)),
+        Stage("commit_cast_relu", "commit", ("commit_trim",), ("dtype",)),
+        Stage("commit", "commit", ("commit_trim", "commit_cast", "commit_cast_relu"), ("element",), ends=True),
+        Stage("commit_view", "commit", ("commit_trim", "commit_cast", "commit_cast_relu"), ends=True),
+    )
+}
+
+# The vISA ops that are not Tensor Unit stages: allocations, views and DMA (memory, not pipelines).
+MEMORY_OPS = (
+    "view",
+    "view_mut",
+    "tile",
+    "pad",
+    "unpad",
+    "reshape",
+    "hbm_new",
+    "dm_new",
+    "to_dm",
+    "to_hbm",
+    "hbm_to_hbm",
+    "to_dm_view",
+    "to_hbm_view",
+)
+
+
+def following(stage: str) -> tuple[str, ...]:
+    """The stages that may follow the stream stage `stage`, in table order."""
+    return tuple(s.name for s in STAGES.values() if stage in s.after)
+
+
+ENDS = frozenset(s.name for s in STAGES.values() if s.ends)
+VECTOR = frozenset(s.name for s in STAGES.values() if s.engine == "vector")

@@ -1,0 +1,79 @@
+"""The stage table (furiosa_opt/stages.py) against every layer: each declared stage has its handler in
+each layer, no layer handles an undeclared stage, and the stages record the attributes they declare.
+A failure names the stage and the layer."""
+
+import pytest
+from example_kernels import KERNELS
+
+from furiosa_opt.backend.trace import trace
+from furiosa_opt.compiler.replay import REPLAY
+from furiosa_opt.lang.context import TuContext
+from furiosa_opt.lang.contraction import Contraction
+from furiosa_opt.lang.stream import Stream
+from furiosa_opt.lang.vector import VectorStream
+from furiosa_opt.sim.tensor_unit import HANDLERS
+from furiosa_opt.stages import MEMORY_OPS, STAGES, following
+from furiosa_opt.verify.vector import STAGES as VE_CHAIN
+
+LANGUAGE = (TuContext, Stream, VectorStream, Contraction)  # the classes whose methods are the stages
+ENGINE_STAGES = {name for name, stage in STAGES.items() if stage.engine is not None}
+
+
+def _methods(cls: type) -> set[str]:
+    return {name for name, value in vars(cls).items() if callable(value) and not name.startswith("_")}
+
+
+def missing(layer: str, handled: set[str], needed: set[str]) -> list[str]:
+    """One line per stage a layer lacks or handles without a declaration."""
+    lines = [f"stage `{s}` has no handler in the {layer}" for s in sorted(needed - handled)]
+    return lines + [
+        f"the {layer} handles `{s}`, which the stage table does not declare" for s in sorted(handled - needed)
+    ]
+
+
+def test_every_stage_is_a_method_of_the_language_and_every_method_a_stage():
+    methods = set().union(*(_methods(cls) for cls in LANGUAGE))
+    assert not missing("kernel language", methods, set(STAGES))
+
+
+def test_every_stage_has_a_replay_handler():
+    assert not missing("vISA replay (compiler/replay.py)", set(REPLAY) - set(MEMORY_OPS), set(STAGES))
+
+
+def test_every_engine_stage_has_a_simulator_handler():
+    assert not missing("simulator (sim/tensor_unit.py)", set(HANDLERS), ENGINE_STAGES)
+
+
+def test_the_table_is_consistent():
+    for name, stage in STAGES.items():
+        assert all(before in STAGES for before in stage.after), f"stage `{name}` follows an undeclared stage"
+        if stage.engine == "vector" and name not in ("vector_init", "vector_final"):
+            assert stage.slot in VE_CHAIN and not stage.after, f"stage `{name}`: a Vector Engine slot, not an order"
+        assert stage.rf in (None, "trf", "vrf"), f"stage `{name}` reads an unknown register file {stage.rf!r}"
+    assert following("commit_trim") == ("commit_cast", "commit_cast_relu", "commit", "commit_view")
+    assert set(following("collect")) == {"to_trf", "to_vrf", "contract_outer", "vector_init", "cast", "commit_trim"}
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_traced_stages_record_the_declared_attributes(name):
+    ir, errors = trace(KERNELS[name])
+    assert not errors
+    seen = [op for op in ir.ops if op.opcode in STAGES]
+    assert seen, f"{name} uses no Tensor Unit stage"
+    for op in seen:
+        assert tuple(key for key, _ in op.attrs) == STAGES[op.opcode].attrs, f"stage `{op.opcode}` in {name}"
+
+
+def test_a_language_method_reads_the_table(monkeypatch):
+    """The order the language checks is the table's: a stage removed from `collect`'s successors is refused."""
+    from furiosa_opt import Context, HostTensor, axes, i32, m
+    from furiosa_opt.diagnostics import VerifyError
+    from furiosa_opt.stages import Stage
+
+    monkeypatch.setitem(STAGES, "cast", Stage("cast", "cast", ("contract_lane", "vector_final"), ("dtype", "packet")))
+    A = axes(A=2048)
+    with Context.acquire() as ctx:
+        dm = HostTensor.zeros(i32, m["A"]).to_hbm(ctx.pdma).to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        stream = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"])
+        with pytest.raises(VerifyError, match="`cast` cannot follow `collect`"):
+            stream.cast(i32, m["A % 8"])
