@@ -11,8 +11,9 @@ from typing import Any
 _MODULES = {  # the module that defines each public name; imported on first use
     "furiosa_opt.diagnostics": "FuriosaOptError VerifyError",
     "furiosa_opt.dtypes": "bf16 f32 f4e2m1 f8e4m3 f8e5m2 i16 i32 i4 i8 u8",
-    "furiosa_opt.lang.context": "Context DmaContext TuContext",
-    "furiosa_opt.lang.device": "Device DeviceFunction device launch",
+    "furiosa_opt.lang.context": "DmaContext",
+    "furiosa_opt.lang.device": "Context Device DeviceFunction device launch",
+    "furiosa_opt.lang.stream": "TuContext",
     "furiosa_opt.lang.tensors": "DmTensor DmTensorView DmTensorViewMut HbmTensor HbmTensorView HbmTensorViewMut "
     "HostTensor TensorType TrfTensor VrfTensor",
     "furiosa_opt.mapping": "Axis Cell Mapping MappingError MappingSyntaxError PadKind axes m",
@@ -30,7 +31,18 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'furiosa_opt' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
+    if _device_backend():  # its runtime registers with the language (which never imports it)
+        importlib.import_module("furiosa_opt.runtime")
     return value
+
+
+def _device_backend() -> bool:
+    from furiosa_opt import env
+
+    try:
+        return env.backend() != "cpu"
+    except env.EnvError:  # launch reports it, with the kernel's name
+        return False
 
 
 def __dir__() -> list[str]:

@@ -92,6 +92,10 @@ MEMORY_OPS = (
 )
 
 
+# Public methods of the stream classes that are not stages, and why (tests/test_stages.py reads this).
+HELPERS = {"advanced": "Stream: the stream after a stage, how the contraction and the Vector Engine hand one back"}
+
+
 def following(stage: str) -> tuple[str, ...]:
     """The stages that may follow the stream stage `stage`, in table order."""
     return tuple(s.name for s in STAGES.values() if stage in s.after)

@@ -16,6 +16,19 @@ from typing import Any
 from furiosa_opt.backend import cpu
 
 _ACTIVE: ContextVar[Any] = ContextVar("furiosa_opt_backend", default=cpu)
+_DEVICES: dict[str, Any] = {}  # FURIOSA_OPT_BACKEND value → the runtime that registered for it
+
+
+def register_device(name: str, device: Any) -> None:
+    """A device runtime (above the language) announces itself for `FURIOSA_OPT_BACKEND=name`: it runs
+    kernels (`device.run(kernel, leaves)`) and keeps HBM tensors (`device.upload(values)`). This keeps
+    the language from importing the layers above it; `furiosa_opt.runtime` registers `npu` on import."""
+    _DEVICES[name] = device
+
+
+def device(name: str) -> Any | None:
+    """The runtime registered for backend `name`, or None (the CPU backend needs none)."""
+    return _DEVICES.get(name)
 
 
 def active() -> Any:

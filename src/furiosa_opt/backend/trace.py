@@ -11,9 +11,8 @@ from furiosa_opt.compiler import visa
 from furiosa_opt.diagnostics import FuriosaOptError, Location, VerifyError, collecting, user_location
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang import params
-from furiosa_opt.lang.context import _SINGLETON
 from furiosa_opt.lang.contraction import Contraction
-from furiosa_opt.lang.device import DeviceFunction
+from furiosa_opt.lang.device import _SINGLETON, DeviceFunction
 from furiosa_opt.lang.stream import Stream
 from furiosa_opt.lang.tensors import HbmTensor, Tensor, TensorType, TensorView
 from furiosa_opt.lang.vector import VectorStream

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from furiosa_opt import dtypes
-from furiosa_opt.lang.context import _SINGLETON
+from furiosa_opt.lang.device import _SINGLETON
 from furiosa_opt.vector import ops as vector_ops
 
 _CONTEXTS = {name: getattr(_SINGLETON, name) for name in ("main", "sub", "tdma", "pdma")}

@@ -15,7 +15,7 @@ from furiosa_opt.backend import active
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.fold import widener
-from furiosa_opt.lang.stream import Stream
+from furiosa_opt.lang.flow import Flow
 from furiosa_opt.lang.tensors import TrfTensor
 from furiosa_opt.mapping import Mapping
 from furiosa_opt.mapping.algebra import pair
@@ -26,7 +26,7 @@ from furiosa_opt.verify import contraction as rules
 
 @dataclass(frozen=True)
 class _Pending:
-    stream: Stream
+    stream: Flow
     trf: TrfTensor
     acc: DType
     time: Mapping  # OutTime of contract_outer (the pre-reduce time)
@@ -70,7 +70,7 @@ class Contraction:
         return result
 
     @user_facing
-    def contract_lane(self, mode: LaneMode, time: Mapping, packet: Mapping) -> Stream:
+    def contract_lane(self, mode: LaneMode, time: Mapping, packet: Mapping) -> Flow:
         """Fold the lanes into the output flit and compute the contraction."""
         self._expect("contract_lane")
         p = self._pending
@@ -92,12 +92,12 @@ class Contraction:
         )
         out = pair(*stream.spatial, time, packet)
         folded = backend.relayout(values, reduced.factors, out.factors, False)
-        result = Stream(stream.ctx, "contract_lane", p.acc, stream.spatial, time, packet, folded)
+        result = stream.advanced("contract_lane", p.acc, time, packet, folded)
         backend.record("contract_lane", (self,), (result,), mode=mode, time=time, packet=packet)
         return result
 
 
-def contract_outer(stream: Stream, trf: TrfTensor, time: Mapping, packet: Mapping) -> Contraction:
+def contract_outer(stream: Flow, trf: TrfTensor, time: Mapping, packet: Mapping) -> Contraction:
     if not isinstance(trf, TrfTensor):
         raise VerifyError("contraction-trf", f"contract_outer multiplies with a TrfTensor, got {trf!r}")
     for level, a, b in zip(("chip", "cluster", "slice"), stream.spatial, trf.params, strict=False):

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import inspect
 import linecache
+import threading
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from furiosa_opt import env
 from furiosa_opt.arch import RNGD
+from furiosa_opt.backend import device as registered_device
 from furiosa_opt.diagnostics import Location, VerifyError, user_facing
 from furiosa_opt.lang import params
-from furiosa_opt.lang.context import Context
+from furiosa_opt.lang.context import DmaContext
 from furiosa_opt.lang.params import ParamType
+from furiosa_opt.lang.stream import TuContext
 from furiosa_opt.lang.tensors import TensorType
 
 
@@ -33,6 +37,34 @@ def definition(fn: Callable) -> Location:
         line += 1
     column = len(linecache.getline(code.co_filename, line)) - len(linecache.getline(code.co_filename, line).lstrip())
     return Location(code.co_filename, line, fn.__name__, column + 1)
+
+
+class Context:
+    """The device's execution contexts: `main` and `sub` start Tensor Unit pipelines, `tdma` and `pdma`
+    move tensors. `Context.acquire()` hands out the process-wide one:
+
+        with Context.acquire() as ctx:
+            out = launch(kernel, ctx, x.to_hbm(ctx.pdma))
+    """
+
+    _lock = threading.Lock()
+
+    def __init__(self):
+        self.main, self.sub = TuContext("main"), TuContext("sub")
+        self.tdma, self.pdma = DmaContext("tdma"), DmaContext("pdma")
+
+    def __repr__(self) -> str:
+        return "Context(main, sub, tdma, pdma)"
+
+    @classmethod
+    @contextmanager
+    def acquire(cls) -> Iterator[Context]:
+        """`with Context.acquire() as ctx:` — one holder at a time, like upstream's singleton."""
+        with cls._lock:
+            yield _SINGLETON
+
+
+_SINGLETON = Context()
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,14 +209,25 @@ def launch(kernel: DeviceFunction, ctx: Context, *args: object) -> Any:
     if not isinstance(ctx, Context):
         raise VerifyError("launch-context", f"launch({kernel.__name__}, ctx, ...) needs the Context first, got {ctx!r}")
     leaves = kernel.bind(args)
-    if backend == "npu":
-        from furiosa_opt import runtime  # the NPU backend sits above the language: imported only when chosen
-
-        return returned(kernel, runtime.run(kernel, [value for _, _, value in leaves]))
+    if backend != "cpu":
+        return returned(kernel, runtime_for(backend).run(kernel, [value for _, _, value in leaves]))
     values = iter(args)
     bound = [ctx if p.type is None else next(values) for p in kernel.parameters]
     result = kernel.fn(*bound)
     return _check_result(kernel, result)
+
+
+def runtime_for(backend: str) -> Any:
+    """The runtime registered for a device backend (`furiosa_opt.runtime` for `npu`, loaded by
+    `import furiosa_opt.runtime`, by `from furiosa_opt import …` under that backend, and by the wrapper)."""
+    runtime = registered_device(backend)
+    if runtime is None:
+        raise VerifyError(
+            "launch-backend",
+            f"FURIOSA_OPT_BACKEND={backend} needs its runtime, which is not loaded: `import furiosa_opt.runtime` "
+            "before launching (the furiosa-opt wrapper and `from furiosa_opt import …` do it for you)",
+        )
+    return runtime
 
 
 def _check_backend(kernel: DeviceFunction) -> str:

@@ -8,13 +8,12 @@ parameters in upstream's Rust order (also accepted as keywords).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from furiosa_opt import dtypes
 from furiosa_opt.backend import active
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
-from furiosa_opt.lang.context import TuContext
+from furiosa_opt.lang.context import ExecutionContext
+from furiosa_opt.lang.contraction import Contraction, contract_outer
 from furiosa_opt.lang.tensors import (
     DmTensor,
     DmTensorView,
@@ -23,15 +22,23 @@ from furiosa_opt.lang.tensors import (
     VrfTensor,
     _expect_writable,
 )
+from furiosa_opt.lang.vector import VectorStream, vector_init
 from furiosa_opt.mapping import Mapping, MappingError, m
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.stages import STAGES, following
 from furiosa_opt.verify import memory as verify_memory
 from furiosa_opt.verify import stream as rules
 
-if TYPE_CHECKING:
-    from furiosa_opt.lang.contraction import Contraction
-    from furiosa_opt.lang.vector import VectorStream
+
+class TuContext(ExecutionContext):
+    """`ctx.main` or `ctx.sub`: starts Tensor Unit pipelines with `begin(dm_view)`.
+
+    stream = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"])
+    """
+
+    @user_facing
+    def begin(self, view: TensorView) -> Stream:
+        return begin(self, view)
 
 
 class Stream:
@@ -89,6 +96,11 @@ class Stream:
         except MappingError as error:
             raise VerifyError(f"{stage}-relayout", f"{stage}: {error}") from None
         return Stream(self.ctx, stage, dtype or self.dtype, self.spatial, time, packet, moved)
+
+    def advanced(self, stage: str, dtype: DType, time: Mapping, packet: Mapping, data: object) -> Stream:
+        """The stream after `stage` on the same context and slices: how the contraction and the Vector
+        Engine hand a stream back without importing this module."""
+        return Stream(self.ctx, stage, dtype, self.spatial, time, packet, data)
 
     def _recorded(self, result, name: str, **attrs):
         """Note the operation with the backend (the tracer turns it into a vISA op) and return `result`."""
@@ -150,16 +162,12 @@ class Stream:
     @user_facing
     def contract_outer(self, trf: TrfTensor, time: Mapping, packet: Mapping) -> Contraction:
         """Multiply the stream with a TRF tensor (its Lane axes broadcast the stream)."""
-        from furiosa_opt.lang.contraction import contract_outer
-
         self._expect("contract_outer")
         return contract_outer(self, trf, time, packet)
 
     @user_facing
     def vector_init(self) -> VectorStream:
         """Enter the Vector Engine (i32 or f32 streams)."""
-        from furiosa_opt.lang.vector import vector_init
-
         self._expect("vector_init")
         return vector_init(self)
 

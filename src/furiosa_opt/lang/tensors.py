@@ -16,6 +16,7 @@ import numpy as np
 from furiosa_opt import dtypes, env
 from furiosa_opt.arch import RNGD
 from furiosa_opt.backend import active, cpu
+from furiosa_opt.backend import device as registered_device
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.context import DmaContext, expect_context
@@ -245,12 +246,9 @@ class HbmTensor(Tensor):
 
     def _validate(self) -> None:
         super()._validate()
-        if isinstance(self.data, cpu.Buf) and _backend() == "npu":
-            # Under the NPU backend HBM tensors live in the simulated device's memory from the moment they
-            # are made; the runtime, like launch's dispatch to it, is loaded only once that backend is chosen.
-            from furiosa_opt import runtime
-
-            self.data = runtime.upload(self.data.values())
+        home = registered_device(_backend()) if isinstance(self.data, cpu.Buf) else None
+        if home is not None:  # under a device backend, HBM tensors live in its memory from the moment they are made
+            self.data = home.upload(self.data.values())
 
     @classmethod
     @user_facing

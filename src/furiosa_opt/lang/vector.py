@@ -13,7 +13,7 @@ from furiosa_opt import dtypes
 from furiosa_opt.backend import active
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
-from furiosa_opt.lang.stream import Stream
+from furiosa_opt.lang.flow import Flow
 from furiosa_opt.lang.tensors import VrfTensor
 from furiosa_opt.mapping import Mapping, MappingError
 from furiosa_opt.mapping.algebra import pair
@@ -26,7 +26,7 @@ from furiosa_opt.verify import vector as rules
 class VectorStream:
     """A stream inside the Vector Engine, with its tags, stage, way and the ALUs it has used."""
 
-    def __init__(self, stream: Stream, tags: object, stage: str, way: int, used: frozenset):
+    def __init__(self, stream: Flow, tags: object, stage: str, way: int, used: frozenset):
         self.stream, self.tags, self.stage, self.way, self.used = stream, tags, stage, way, used
 
     def __repr__(self) -> str:
@@ -48,7 +48,7 @@ class VectorStream:
         tags: object = None,
     ) -> VectorStream:
         s = self.stream
-        stream = Stream(s.ctx, "vector", dtype or s.dtype, s.spatial, time or s.time, packet or s.packet, data)
+        stream = s.advanced("vector", dtype or s.dtype, time or s.time, packet or s.packet, data)
         used = self.used | {alu} if alu is not None else self.used
         return VectorStream(stream, tags if tags is not None else self.tags, stage, way or self.way, used)
 
@@ -168,7 +168,7 @@ class VectorStream:
         return self._binary("vector_clip", op, operand, mode, ops.clip)
 
     @user_facing
-    def vector_final(self) -> Stream:
+    def vector_final(self) -> Flow:
         """Leave the Vector Engine (in Way8)."""
         if self.way != 8:
             raise VerifyError(
@@ -177,11 +177,9 @@ class VectorStream:
                 notes=("vector_widen_concat / vector_widen_pad",),
             )
         s = self.stream
-        return self._recorded(
-            Stream(s.ctx, "vector_final", s.dtype, s.spatial, s.time, s.packet, s.data), "vector_final"
-        )
+        return self._recorded(s.advanced("vector_final", s.dtype, s.time, s.packet, s.data), "vector_final")
 
-    def _recorded(self, result: VectorStream | Stream, name: str, **attrs) -> VectorStream | Stream:
+    def _recorded(self, result: VectorStream | Flow, name: str, **attrs) -> VectorStream | Flow:
         active().record(name, (self,), (result,), **attrs)
         return result
 
@@ -193,7 +191,7 @@ class VectorStream:
         return self._with(stage, data, way=way, time=time, packet=packet, tags=tags)
 
 
-def vector_init(stream: Stream) -> VectorStream:
+def vector_init(stream: Flow) -> VectorStream:
     rules.check_entry(stream.dtype)
     tags = active().zeros(np.dtype(np.uint8), stream.layout.size)
     result = VectorStream(stream, tags, STAGES["vector_init"].slot, 8, frozenset())

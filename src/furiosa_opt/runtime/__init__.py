@@ -9,8 +9,10 @@ its bytes at that moment. `load` finds and checks the binary; `execute` runs one
 
 from __future__ import annotations
 
+import sys
 from functools import cache
 
+from furiosa_opt.backend import register_device
 from furiosa_opt.compiler.edf import Edf, read_edf
 from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.runtime.launch import execute
@@ -48,5 +50,7 @@ def launch_here(kernel, ctx, *args):
     leaves = [value for _, _, value in kernel.bind(args)]
     return returned(kernel, execute(kernel.identity, compiled_here(kernel), leaves, kernel.returns or ()))
 
+
+register_device("npu", sys.modules[__name__])  # launch and HBM tensors reach this module through the backend
 
 __all__ = ["DEVICE", "DeviceBuf", "compiled_here", "execute", "launch_here", "load", "run", "upload"]
