@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from furiosa_opt import env
 from furiosa_opt.backend import cpu
 
 _ACTIVE: ContextVar[Any] = ContextVar("furiosa_opt_backend", default=cpu)
@@ -29,6 +30,15 @@ def register_device(name: str, device: Any) -> None:
 def device(name: str) -> Any | None:
     """The runtime registered for backend `name`, or None (the CPU backend needs none)."""
     return _DEVICES.get(name)
+
+
+def selected_device() -> Any | None:
+    """The runtime of the backend FURIOSA_OPT_BACKEND selects, if it is a registered device. A bad value
+    gives None here: `launch` reports it, naming the kernel."""
+    try:
+        return device(env.backend())
+    except env.EnvError:
+        return None
 
 
 def active() -> Any:

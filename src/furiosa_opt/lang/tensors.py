@@ -13,10 +13,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from furiosa_opt import dtypes, env
+from furiosa_opt import dtypes
 from furiosa_opt.arch import RNGD
-from furiosa_opt.backend import active, cpu
-from furiosa_opt.backend import device as registered_device
+from furiosa_opt.backend import active, cpu, selected_device
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.context import DmaContext, expect_context
@@ -231,13 +230,6 @@ class HostTensor(Tensor):
 # ---- HBM and DM -------------------------------------------------------------------------------------
 
 
-def _backend() -> str:
-    try:
-        return env.backend()
-    except env.EnvError as error:
-        raise VerifyError("launch-environment", str(error)) from None
-
-
 class HbmTensor(Tensor):
     """A tensor in HBM: `HbmTensor[bf16, Chip, Element]`."""
 
@@ -246,7 +238,7 @@ class HbmTensor(Tensor):
 
     def _validate(self) -> None:
         super()._validate()
-        home = registered_device(_backend()) if isinstance(self.data, cpu.Buf) else None
+        home = selected_device() if isinstance(self.data, cpu.Buf) else None
         if home is not None:  # under a device backend, HBM tensors live in its memory from the moment they are made
             self.data = home.upload(self.data.values())
 
