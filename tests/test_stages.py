@@ -50,7 +50,15 @@ def test_the_table_is_consistent():
             assert stage.slot in VE_CHAIN and not stage.after, f"stage `{name}`: a Vector Engine slot, not an order"
         assert stage.rf in (None, "trf", "vrf"), f"stage `{name}` reads an unknown register file {stage.rf!r}"
     assert following("commit_trim") == ("commit_cast", "commit_cast_relu", "commit", "commit_view")
-    assert set(following("collect")) == {"to_trf", "to_vrf", "contract_outer", "vector_init", "cast", "commit_trim"}
+    assert set(following("collect")) == {
+        "to_trf",
+        "to_vrf",
+        "contract_outer",
+        "vector_init",
+        "cast",
+        "transpose",
+        "commit_trim",
+    }
 
 
 @pytest.mark.parametrize("name", KERNELS)

@@ -17,6 +17,7 @@ _MODULES = {  # the module that defines each public name; imported on first use
     "furiosa_opt.lang.tensors": "DmTensor DmTensorView DmTensorViewMut HbmTensor HbmTensorView HbmTensorViewMut "
     "HostTensor TensorType TrfTensor VrfTensor",
     "furiosa_opt.mapping": "Axis Cell Mapping MappingError MappingSyntaxError PadKind axes m",
+    "furiosa_opt.switch": "SwitchConfig",
     "furiosa_opt.vector.ops": "BinaryArgMode ClipBinaryOpF32 ClipBinaryOpI32 Cmp FpBinaryOp FpMulAlu FpTernaryOp "
     "FpUnaryOp FxpBinaryOp LaneMode LogicBinaryOpF32 LogicBinaryOpI32 TagMode",
 }
@@ -82,6 +83,7 @@ __all__ = [
     "MappingError",
     "MappingSyntaxError",
     "PadKind",
+    "SwitchConfig",
     "TagMode",
     "TensorType",
     "TrfTensor",

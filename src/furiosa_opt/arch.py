@@ -37,6 +37,19 @@ class Rngd:
     accumulator_cells: int = 1024  # contract_lane accumulator buffer
     ve_lanes: int = 8  # Vector Engine flit in i32/f32 elements (Way8)
 
+    # ---- Switch Engine (computing-tensors/switch-engine.md): one ring router per slice of a cluster
+    switch_ring_slices: int = 256
+
+    # ---- Transpose Engine (computing-tensors/transpose-engine.md, "Parameters" and "Buffering Modes")
+    # element bits → (valid elements read per 32-byte flit, most input rows, legal input column counts)
+    transpose_limits: tuple[tuple[int, tuple[int, int, tuple[int, ...]]], ...] = (
+        (4, (16, 16, (16, 32))),
+        (8, (8, 8, (8, 16, 32))),
+        (16, (8, 4, (8, 16, 32))),
+        (32, (8, 2, (8, 16, 32))),
+    )
+    transpose_buffer_cols: int = 16  # columns per buffer: double buffering when in_cols fits one
+
     # ---- sequencers (moving-tensors/sequencer.md, lower-types)
     max_sequencer_entries: int = 8
     max_entry_iterations: int = 65536

@@ -27,7 +27,7 @@ class Stage:
     """One Tensor Unit stage: `name` is both the method a kernel calls and the vISA opcode."""
 
     name: str
-    engine: str | None  # fetch, collect, contraction, vector, cast, commit, store; None: `begin`
+    engine: str | None  # fetch, switch, collect, contraction, vector, cast, transpose, commit, store; None: `begin`
     after: tuple[str, ...] = ()  # the stream stages it may follow (none inside the Vector Engine)
     attrs: tuple[str, ...] = ()  # the attributes its vISA op records, in order
     slot: str | None = None  # inside the Vector Engine: its place in the intra-slice chain (verify/vector.py)
@@ -44,7 +44,8 @@ STAGES: dict[str, Stage] = {
         Stage("begin", None, attrs=("ctx",)),
         Stage("fetch", "fetch", ("begin",), ("time", "packet")),
         Stage("fetch_cast", "fetch", ("fetch",), ("dtype",)),
-        Stage("collect", "collect", ("fetch", "fetch_cast"), ("time", "packet")),
+        Stage("switch", "switch", ("fetch", "fetch_cast"), ("config", "slice", "time")),
+        Stage("collect", "collect", ("fetch", "fetch_cast", "switch"), ("time", "packet")),
         Stage("to_trf", "store", ("collect",), ("lane", "element"), ends=True),
         Stage("to_vrf", "store", ("collect", "vector_final"), ("element",), ends=True),
         Stage("contract_outer", "contraction", ("collect",), ("time", "packet"), rf="trf"),
@@ -66,7 +67,8 @@ STAGES: dict[str, Stage] = {
         Stage("vector_clip", "vector", attrs=("op", "operand", "mode"), slot="clip", rf="vrf"),
         Stage("vector_final", "vector"),
         Stage("cast", "cast", _AFTER_COMPUTE, ("dtype", "packet")),
-        Stage("commit_trim", "commit", (*_AFTER_COMPUTE, "cast"), ("packet",)),
+        Stage("transpose", "transpose", (*_AFTER_COMPUTE, "cast"), ("time", "packet")),
+        Stage("commit_trim", "commit", (*_AFTER_COMPUTE, "cast", "transpose"), ("packet",)),
         Stage("commit_cast", "commit", ("commit_trim",), ("dtype",)),
         Stage("commit_cast_relu", "commit", ("commit_trim",), ("dtype",)),
         Stage("commit", "commit", ("commit_trim", "commit_cast", "commit_cast_relu"), ("element",), ends=True),

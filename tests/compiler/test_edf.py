@@ -117,7 +117,7 @@ def test_round_trip_keeps_every_field_of_the_lir(lirs, name):
 
 def test_header_layout_matches_the_documentation(small):
     magic, version, flags, length, digest = HEADER.unpack_from(small)
-    assert (magic, version, flags, HEADER.size) == (b"FOPTEDF\0", 3, 0, 48)
+    assert (magic, version, flags, HEADER.size) == (b"FOPTEDF\0", 4, 0, 48)
     assert length == len(small) - 48 and digest == hashlib.sha256(small[48:]).digest()
     body = body_of(small)
     assert list(body) == sorted(body) == sorted(edf._BODY_KEYS)
@@ -214,7 +214,7 @@ def test_a_flipped_magic_byte_is_not_an_edf(small):
 
 
 def test_another_format_version_is_refused_naming_the_kernel(small):
-    error = refused(reheader(small[48:], version=1), "EDF format version 1 is not supported by this build (expects 3)")
+    error = refused(reheader(small[48:], version=1), f"EDF format version 1 is not supported by this build (expects {FORMAT_VERSION})")
     assert "recompile it with `furiosa-opt compile`" in str(error)
     assert error.identity == KERNELS["constant_add"].identity
     refused(reheader(b"\x00\x01garbage", version=7), "version 7")

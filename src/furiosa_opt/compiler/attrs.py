@@ -1,4 +1,5 @@
-"""Attribute values of vISA ops as text: integers, dtypes, contexts and the Vector Engine's op values."""
+"""Attribute values of vISA ops as text: integers, dtypes, contexts, Switch configs and the Vector Engine's op
+values."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import re
 
 from furiosa_opt import dtypes
 from furiosa_opt.lang.device import _SINGLETON
+from furiosa_opt.switch import parse_switch_config
 from furiosa_opt.vector import ops as vector_ops
 
 _CONTEXTS = {name: getattr(_SINGLETON, name) for name in ("main", "sub", "tdma", "pdma")}
@@ -23,6 +25,8 @@ def parse_attr(text: str) -> object:
         return _CONTEXTS[text]
     if text in {d.name for d in dtypes.ALL_DTYPES}:
         return dtypes.dtype_by_name(text)
+    if text.startswith("SwitchConfig."):
+        return parse_switch_config(text)
     try:
         return vector_ops.parse_op(text)
     except ValueError:

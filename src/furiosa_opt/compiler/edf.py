@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 MAGIC = b"FOPTEDF\0"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 HEADER = struct.Struct("<8sHHI32s")  # magic, format version, flags, body length, SHA-256 of the body
 CONTEXTS = ("main", "sub", "tdma", "pdma")  # the contexts that own a command stream (views have none)
 _BODY_KEYS = (
@@ -317,8 +317,11 @@ def _engine(value: Any, where: str) -> None:
     if not isinstance(value.get("stage"), str):
         raise _Malformed(f"{where}: an engine config needs a string 'stage'")
     for key, item in value.items():
-        if not isinstance(key, str) or not (item is None or isinstance(item, str | bool) or _is_int(item)):
-            raise _Malformed(f"{where}.{key}: engine attributes are strings, integers, booleans or null")
+        scalar = item is None or isinstance(item, str | bool) or _is_int(item)
+        if not isinstance(key, str) or not (scalar or (isinstance(item, list) and all(map(_is_int, item)))):
+            raise _Malformed(
+                f"{where}.{key}: engine attributes are strings, integers, booleans, null or lists of integers"
+            )
 
 
 _ENTRY = {"size": int, "stride": int, "memory": int}

@@ -65,8 +65,26 @@ def _steps(sequencer: Sequencer) -> tuple[int, int]:
     return time, packet
 
 
+def switch_cycles(config: dict) -> int:
+    """The book's Switch Engine estimate: `ring_size × Time::SIZE × flits_per_packet` (input time; all
+    sub-rings run in parallel)."""
+    return config["ring"] * config["steps"] * config["flits"]
+
+
+def transpose_cycles(config: dict) -> int:
+    """The book's Transpose Engine latency: `n` matrices of `in_rows × packets_per_col` input flits and
+    `out_rows` output flits; double buffering (in_cols fits one buffer) overlaps input with output."""
+    in_flits, out_rows, n = config["in_rows"] * config["packets_per_col"], config["out_rows"], config["iterations"]
+    if config["in_cols"] <= RNGD.transpose_buffer_cols:
+        return in_flits + (n - 1) * max(in_flits, out_rows) + out_rows
+    return n * (in_flits + out_rows)
+
+
+ENGINE_CYCLES = {"switch": switch_cycles, "transpose": transpose_cycles}  # engines with a latency of their own
+
+
 def _exec_cycles(command: Command, element_bytes: int) -> int:
-    """max(fetch, flits, commit) + the pipeline fill: the stages stream concurrently."""
+    """max(fetch, flits, commit, switch, transpose) + the pipeline fill: the stages stream concurrently."""
     time, packet = _steps(command.fetch)
     fetch = time * max(1, -(-packet * element_bytes // command.fetch.access))
     flits = time * max(1, -(-packet * element_bytes // RNGD.flit_bytes))
@@ -74,7 +92,8 @@ def _exec_cycles(command: Command, element_bytes: int) -> int:
     if command.commit is not None:
         out_time, out_packet = _steps(command.commit)
         commit = out_time * max(1, -(-out_packet * element_bytes // command.commit.access))
-    return max(fetch, flits, commit) + PIPELINE_FILL
+    engines = [ENGINE_CYCLES[e["stage"]](e) for e in command.engines if e["stage"] in ENGINE_CYCLES]
+    return max(fetch, flits, commit, *engines) + PIPELINE_FILL
 
 
 def same_bank_run(sequencer: Sequencer, element_bytes: int, limit: int = 4096) -> int:

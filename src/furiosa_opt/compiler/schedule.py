@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from furiosa_opt.compiler.lir import Buffer, Lir
-from furiosa_opt.compiler.resource import Costed, cost
+from furiosa_opt.compiler.resource import Costed, cost, switch_cycles, transpose_cycles
+from furiosa_opt.switch import parse_switch_config
 
 LANES = {"main": "Main", "sub": "Sub", "ve": "VE", "tdma": "TDMA", "pdma": "PDMA"}
 BUFFER_TYPES = {"dram": "Dram", "sram": "Sram", "trf": "Trf", "vrf": "Vrf"}
@@ -129,10 +130,20 @@ def _earliest(i: int, costed: list[Costed], deps: list[set[int]], end: dict[int,
 
 def _description(slot: Slot) -> str:
     command = slot.costed.command
-    stages = " → ".join(e["stage"] for e in command.engines) if command.kind == "exec" else command.opcode
+    stages = " → ".join(map(_stage_label, command.engines)) if command.kind == "exec" else command.opcode
     where = f" --> {command.loc}" if command.loc else ""
     note = f" ({'; '.join(slot.costed.notes)})" if slot.costed.notes else ""
     return f"{stages} [{command.context}]{note}{where}"
+
+
+def _stage_label(config: dict) -> str:
+    """A stage as the schedule names it; the engines with their own latency say how they are configured."""
+    if config["stage"] == "switch":
+        return f"switch[{parse_switch_config(config['config'])}, ring {config['ring']}: {switch_cycles(config)} cycles]"
+    if config["stage"] == "transpose":
+        shape = f"{config['in_rows']}×{config['in_cols']} → {config['out_rows']} rows, ×{config['iterations']}"
+        return f"transpose[{shape}: {transpose_cycles(config)} cycles]"
+    return config["stage"]
 
 
 def _slices(lir: Lir) -> int:

@@ -26,8 +26,11 @@ from furiosa_opt.lang.vector import VectorStream, vector_init
 from furiosa_opt.mapping import Mapping, MappingError, m
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.stages import STAGES, following
+from furiosa_opt.switch import SwitchConfig
 from furiosa_opt.verify import memory as verify_memory
 from furiosa_opt.verify import stream as rules
+from furiosa_opt.verify.switch import check_switch
+from furiosa_opt.verify.transpose import check_transpose
 
 
 class TuContext(ExecutionContext):
@@ -87,15 +90,18 @@ class Stream:
         dtype: DType | None = None,
         data: object = None,
         drop: bool = False,
+        slice_: Mapping | None = None,
     ) -> Stream:
-        """The same values re-laid out over a new time and packet (a relayout by logical index)."""
+        """The same values re-laid out over a new time and packet, and slices if the stage moves data
+        between them (a relayout by logical index)."""
         source = self.data if data is None else data
-        target = pair(*self.spatial, time, packet)
+        spatial = (*self.spatial[:2], self.spatial[2] if slice_ is None else slice_)
+        target = pair(*spatial, time, packet)
         try:
             moved = active().relayout(source, self.layout.factors, target.factors, broadcast, drop)
         except MappingError as error:
             raise VerifyError(f"{stage}-relayout", f"{stage}: {error}") from None
-        return Stream(self.ctx, stage, dtype or self.dtype, self.spatial, time, packet, moved)
+        return Stream(self.ctx, stage, dtype or self.dtype, spatial, time, packet, moved)
 
     def advanced(self, stage: str, dtype: DType, time: Mapping, packet: Mapping, data: object) -> Stream:
         """The stream after `stage` on the same context and slices: how the contraction and the Vector
@@ -123,6 +129,19 @@ class Stream:
         data = active().elementwise(lambda v: dtypes.convert(v, self.dtype, dtype), self.data)
         result = Stream(self.ctx, "fetch_cast", dtype, self.spatial, self.time, self.packet, data)
         return self._recorded(result, "fetch_cast", dtype=dtype)
+
+    @user_facing
+    def switch(self, config: SwitchConfig, slice: Mapping, time: Mapping) -> Stream:
+        """Move data between slices on the Switch Engine's ring: broadcast, transpose or route Slice
+        sub-dimensions (some into Time) as `config` states; the packet passes through unchanged.
+
+            s.switch(SwitchConfig.Broadcast1(slice1=4, slice0=8), m["A / 32, X, A % 8"], m["B, A / 8 % 4"])
+        """
+        self._expect("switch")
+        rules.check_flit_aligned(self.dtype, self.packet, "Switch")
+        check_switch(config, self.spatial[2], self.time, slice, time)
+        result = self._next("switch", time, self.packet, broadcast=True, slice_=slice)
+        return self._recorded(result, "switch", config=config, slice=slice, time=time)
 
     @user_facing
     def collect(self, time: Mapping, packet: Mapping) -> Stream:
@@ -179,6 +198,19 @@ class Stream:
         data = active().elementwise(lambda v: dtypes.convert(v, self.dtype, dtype), self.data)
         result = self._next("cast", self.time, packet, broadcast=False, dtype=dtype, data=data)
         return self._recorded(result, "cast", dtype=dtype, packet=packet)
+
+    @user_facing
+    def transpose(self, time: Mapping, packet: Mapping) -> Stream:
+        """Swap Time and Packet axes inside each slice on the Transpose Engine: up to a flit's worth of
+        consecutive time steps become the packet, the packet's elements become time steps.
+
+            s.transpose(m["B, D, E"], m["C # 32"])  # i8 [B, C, D] × [E # 32] → [B, D, E] × [C # 32]
+        """
+        self._expect("transpose")
+        _materializable(self.dtype, "transpose")
+        check_transpose(self.dtype, self.time, self.packet, time, packet)
+        result = self._next("transpose", time, packet, broadcast=False)
+        return self._recorded(result, "transpose", time=time, packet=packet)
 
     # ---- commit ----
 

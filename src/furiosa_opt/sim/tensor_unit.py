@@ -19,6 +19,7 @@ from functools import partial
 import numpy as np
 
 from furiosa_opt import dtypes
+from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.lir import DM_BASE, Sequencer, sequencer_loops
 from furiosa_opt.dtypes import DType, dtype_by_name
 from furiosa_opt.fold import contraction_plan, fold, fold_through_views, fold_views, widener
@@ -30,6 +31,7 @@ from furiosa_opt.mapping.parse import parse
 from furiosa_opt.mapping.relayout import check_relayout, relayout_index
 from furiosa_opt.mapping.views import plan
 from furiosa_opt.sim.memory import Fault, Loops, Memories
+from furiosa_opt.switch import SwitchConfig, parse_switch_config
 from furiosa_opt.vector import arithmetic
 from furiosa_opt.vector.ops import parse_op
 from furiosa_opt.verify.contraction import accumulator
@@ -238,6 +240,63 @@ def _contract(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> 
     return unit.contract(stream, config["stage"], config, command, unit.pending)
 
 
+def _switch(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    """The ring's routing, from the config's numbers alone: each cluster's slices as an array
+    `[slice2, slice1, slice0, time…, packet]` whose axes a named config permutes and broadcasts, or the
+    routing table a CustomBroadcast carries (which input slice each output slice reads per moved step)."""
+    ring = RNGD.switch_ring_slices
+    n = unit.mapping(config["in_slice"]).size
+    steps, lanes = stream.time.size, stream.packet.size
+    clusters = stream.values.reshape(-1, ring, steps, lanes)
+    cfg = parse_switch_config(config["config"])
+    if cfg.kind == "CustomBroadcast":
+        sources = np.asarray(config["sources"], dtype=np.int64).reshape(-1, config["moved"])
+        moved = clusters[:, np.maximum(sources, 0)].transpose(0, 1, 3, 2, 4)  # [g, out, steps, moved, lanes]
+        moved = np.where((sources >= 0)[None, :, None, :, None], moved, 0)
+    else:
+        moved = _named_route(cfg, clusters[:, :n], steps, lanes)
+    out = np.zeros((clusters.shape[0], ring, moved[0, 0].size), dtype=stream.values.dtype)
+    out[:, : moved.shape[1]] = moved.reshape(moved.shape[0], moved.shape[1], -1)
+    return replace(stream, values=out.reshape(stream.values.shape[0], -1), time=unit.mapping(config["time"]))
+
+
+def _named_route(cfg: SwitchConfig, x: np.ndarray, steps: int, lanes: int) -> np.ndarray:
+    """A named config on `x` [clusters, slices, steps, lanes]: [clusters, slices, out steps, lanes]."""
+    if cfg.kind == "Forwarding":
+        return x
+    g, s1, s0 = x.shape[0], cfg.slice1, cfg.slice0
+    s2 = x.shape[1] // (s1 * s0)
+    if cfg.kind == "Broadcast01":  # [s2, s1, s0 | t1, t0] → [s2, X, Y | t1, s1, t0, s0]
+        t0 = cfg.time0
+        y = x.reshape(g, s2, s1, s0, steps // t0, t0, lanes).transpose(0, 1, 4, 2, 5, 3, 6)
+        y = np.broadcast_to(y[:, :, None, None], (g, s2, s1, s0, *y.shape[2:]))
+    elif cfg.kind == "Broadcast1":  # [s2, s1, s0 | t0] → [s2, X, s0 | t0, s1]
+        y = x.reshape(g, s2, s1, s0, steps, lanes).transpose(0, 1, 3, 4, 2, 5)
+        y = np.broadcast_to(y[:, :, None], (g, s2, s1, *y.shape[2:]))
+    elif cfg.kind == "Transpose":  # [s2, s1, s0 | T] → [s2, s0, s1 | T]
+        y = x.reshape(g, s2, s1, s0, steps, lanes).transpose(0, 1, 3, 2, 4, 5)
+    elif cfg.kind == "InterTranspose":  # [s2, s1, s0 | t2, t1, t0] → [s2, t1, s0 | t2, t0, s1]
+        t0 = cfg.time0
+        y = x.reshape(g, s2, s1, s0, steps // (s1 * t0), s1, t0, lanes).transpose(0, 1, 5, 3, 4, 6, 2, 7)
+    else:  # TransposedBroadcast1: [s2, s1, s0 | t0] → [s2, Y, s1 | t0, s0]
+        y = x.reshape(g, s2, s1, s0, steps, lanes).transpose(0, 1, 2, 4, 3, 5)
+        y = np.broadcast_to(y[:, :, None], (g, s2, s0, *y.shape[2:]))
+    return y.reshape(g, x.shape[1], -1, lanes)
+
+
+def _transpose(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    """Unpack the valid lanes, gather `packets_per_col` packets into a row of `in_cols`, stack `in_rows`
+    rows, transpose, keep `out_rows` rows and pad each back to a flit — from the engine's parameters."""
+    flit = stream.packet.size
+    rows, columns, kept = config["in_rows"], config["packets_per_col"], config["out_rows"]
+    x = stream.values.reshape(stream.values.shape[0], -1, rows, columns, flit)[..., : config["valid_size"]]
+    x = x.reshape(*x.shape[:3], -1).transpose(0, 1, 3, 2)[:, :, :kept]
+    out = np.zeros((*x.shape[:3], flit), dtype=stream.values.dtype)
+    out[..., :rows] = x
+    time, packet = unit.mapping(config["time"]), unit.mapping(config["packet"])
+    return replace(stream, values=out.reshape(out.shape[0], -1), time=time, packet=packet)
+
+
 HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/stages.py)
     "fetch": _fetch,
     "fetch_cast": _cast,
@@ -249,7 +308,9 @@ HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/s
     "contract_lane": _contract,
     "commit": _commit,
     "commit_view": _commit,
+    "switch": _switch,
     "collect": _relaid,
+    "transpose": _transpose,
     "cast": _cast,
     "commit_trim": partial(_relaid, drop=True),
     "commit_cast": _commit_cast(relu=False),

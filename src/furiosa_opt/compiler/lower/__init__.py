@@ -21,6 +21,7 @@ from furiosa_opt.compiler.lower.addresses import (
     fetch_sequencer,
     sram_layout,
 )
+from furiosa_opt.compiler.lower.engines import DERIVED
 from furiosa_opt.compiler.lower.placement import place
 from furiosa_opt.compiler.replay import replay_objects
 from furiosa_opt.compiler.visa import format_attr
@@ -223,6 +224,8 @@ class _Lowering:
         operands = [self.base_of(name) for name in op.operands[1:] if name in self.of_value]
         if operands:
             config["rf"] = operands[0]
+        if op.opcode in DERIVED:  # what the engine needs beyond the attributes (switch routing, transpose sizes)
+            config.update(DERIVED[op.opcode](self.objects[op.operands[0]], op))
         return config
 
     def lifetimes(self, results: list[str], commands: list[Command] | None = None) -> None:

@@ -1,0 +1,38 @@
+"""What an engine config holds beyond its stage's vISA attributes: the parameters the compiler derives for
+the engines that need them, from the same rules that accepted the stage (`verify/`).
+
+* `switch`: the input Slice, the ring size, the input's time steps and flits per packet and, for
+  `CustomBroadcast`, the routing — for each output slice, the input slice it reads at each of the
+  innermost `moved` output time steps (upstream's snoop bitmap), flattened row by row, -1 where the
+  output is padding.
+* `transpose`: the Transpose Engine's `in_rows`, `in_cols`, `out_rows`, `packets_per_col`, `valid_size`
+  and `iterations`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+
+from furiosa_opt.arch import RNGD
+from furiosa_opt.compiler import visa
+from furiosa_opt.compiler.visa import format_attr
+from furiosa_opt.verify.switch import check_switch
+from furiosa_opt.verify.transpose import check_transpose
+
+
+def _switch(stream, op: visa.Op) -> dict:
+    in_slice = stream.spatial[2]
+    routing = check_switch(op.attr("config"), in_slice, stream.time, op.attr("slice"), op.attr("time"))
+    flits = -(-stream.dtype.nbytes(stream.packet.size) // RNGD.flit_bytes)
+    config = {"in_slice": format_attr(in_slice), "ring": routing.ring, "steps": stream.time.size, "flits": flits}
+    if routing.sources is not None:
+        config.update(moved=routing.sources.shape[1], sources=routing.sources.ravel().tolist())
+    return config
+
+
+def _transpose(stream, op: visa.Op) -> dict:
+    return asdict(check_transpose(stream.dtype, stream.time, stream.packet, op.attr("time"), op.attr("packet")))
+
+
+DERIVED: dict[str, Callable[[object, visa.Op], dict]] = {"switch": _switch, "transpose": _transpose}
