@@ -2,9 +2,11 @@
 each layer, no layer handles an undeclared stage, and the stages record the attributes they declare.
 A failure names the stage and the layer."""
 
+import numpy as np
 import pytest
 from example_kernels import KERNELS
 
+from furiosa_opt import Context, HbmTensor, HostTensor, SwitchConfig, axes, device, i8, launch, m
 from furiosa_opt.backend.trace import trace
 from furiosa_opt.compiler.replay import REPLAY
 from furiosa_opt.lang.contraction import Contraction
@@ -84,3 +86,41 @@ def test_a_language_method_reads_the_table(monkeypatch):
         stream = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"])
         with pytest.raises(VerifyError, match="`cast` cannot follow `collect`"):
             stream.cast(i32, m["A % 8"])
+
+
+Sa, Sc, Se = axes(Sa=256, Sc=8, Se=8)
+
+
+@device(chip=1)
+def switch_then_transpose(
+    ctx: Context, x: HbmTensor[i8, m["1"], m["Sa, Sc, Se"]]
+) -> HbmTensor[i8, m["1"], m["Sa, Se, Sc"]]:
+    """Both engines in one pipeline: the slices' inner digits swap on the ring, then Time and Packet swap."""
+    dm = x.to_dm(ctx.tdma, m["1 # 2"], m["Sa"], m["Sc, Se"])
+    out = (
+        ctx.main.begin(dm.view())
+        .fetch(m["Sc"], m["Se"])
+        .switch(SwitchConfig.Transpose(slice1=16, slice0=16), m["Sa % 16, Sa / 16"], m["Sc"])
+        .collect(m["Sc"], m["Se # 32"])
+        .transpose(m["Se"], m["Sc # 32"])
+        .commit_trim(m["Sc"])
+        .commit(m["Se, Sc"])
+    )
+    return out.to_hbm(ctx.tdma, m["Sa, Se, Sc"])
+
+
+def test_the_new_engines_record_the_declared_attributes():
+    ir, errors = trace(switch_then_transpose)
+    assert not errors
+    ops = {op.opcode: op for op in ir.ops}
+    for name in ("switch", "transpose"):
+        assert tuple(key for key, _ in ops[name].attrs) == STAGES[name].attrs
+    assert ops["switch"].attr("config") == SwitchConfig.Transpose(slice1=16, slice0=16)
+
+
+def test_both_engines_give_the_numpy_transposes():
+    data = np.random.default_rng(7).integers(-128, 128, (256, 8, 8)).astype(np.int8)
+    with Context.acquire() as ctx:
+        x = HostTensor.from_numpy(data, i8, m["Sa, Sc, Se"]).to_hbm(ctx.pdma)
+        got = launch(switch_then_transpose, ctx, x).to_host(ctx.pdma).to_numpy()
+    np.testing.assert_array_equal(got, data.transpose(0, 2, 1))
