@@ -38,6 +38,7 @@ EXPECTED_FAILURES: dict[str, str] = {
     "test_reshape.reshape": "a 4-chip kernel: the simulator runs single-chip kernels",
     "test_reshape.reshape_different_num_axes": "a 4-chip kernel: the simulator runs single-chip kernels",
     "test_views.reshape": "a 4-chip kernel: the simulator runs single-chip kernels",
+    "test_book_transpose.i4_transpose": "stage 2 does not lay out sub-byte (i4) tensors yet (the sub-byte issue)",
 }
 
 
