@@ -138,3 +138,13 @@ def test_tile_view_keeps_kinds_apart_and_rejects_foreign_indices():
     C = axes(C=4)
     with pytest.raises(MappingError, match="failed to split"):
         tile_view(m["A, B"], m["C"], 1, PadKind.TOP)
+
+
+def test_a_padded_expression_split_across_mappings_pairs_back():
+    """Upstream sums a composite's coordinates across a tensor's parameters: a stream whose time holds
+    `C # 64 / 32` and whose packet holds `C # 64 % 32` is `C # 64` again, position 63 its padding."""
+    C = axes(C=63)
+    time, packet = m["C # 64 / 32"], m["C # 64 % 32"]
+    assert pair(time, packet) == m["C # 64"]
+    assert pair(time, packet).cell(63).padding == "top"
+    assert (time, packet) == split_at(m["C # 64"], 32)

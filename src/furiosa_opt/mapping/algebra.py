@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
-from furiosa_opt.mapping.expr import Mapping, MappingError, PadKind
+from furiosa_opt.mapping.expr import Mapping, MappingError, PadKind, Pair
 from furiosa_opt.mapping.factors import (
     BC,
     Comp,
@@ -13,8 +14,8 @@ from furiosa_opt.mapping.factors import (
     Factors,
     SymAtom,
     canon,
-    concat,
     cut,
+    from_node,
     pad,
     resize,
     size,
@@ -27,8 +28,12 @@ def derived(fs: Factors | list[Factor]) -> Mapping:
 
 
 def pair(*mappings: Mapping) -> Mapping:
-    """`[M1, M2, …]`: the first is outermost."""
-    return derived(concat(*(mapping.factors for mapping in mappings)))
+    """`[M1, M2, …]`: the first is outermost.
+
+    Built from the mappings' expressions, so digits of one padded expression written in different
+    mappings meet again: `C # 64 / 32` as a stream's time and `C # 64 % 32` as its packet pair to
+    `C # 64` (C = 63), as upstream sums a composite's coordinates across a tensor's parameters."""
+    return Mapping(from_node(functools.reduce(Pair, (mapping.node for mapping in mappings))))
 
 
 def split_at(mapping: Mapping, n: int) -> tuple[Mapping, Mapping]:
