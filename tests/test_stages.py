@@ -8,7 +8,10 @@ from example_kernels import KERNELS
 
 from furiosa_opt import Context, HbmTensor, HostTensor, SwitchConfig, axes, device, i8, launch, m
 from furiosa_opt.backend.trace import trace
+from furiosa_opt.compiler.driver import compile_kernel, compile_visa
 from furiosa_opt.compiler.replay import REPLAY
+from furiosa_opt.compiler.resource import switch_cycles
+from furiosa_opt.compiler.schedule import schedule, schedule_json
 from furiosa_opt.lang.contraction import Contraction
 from furiosa_opt.lang.stream import Stream, TuContext
 from furiosa_opt.lang.vector import VectorStream
@@ -124,3 +127,28 @@ def test_both_engines_give_the_numpy_transposes():
         x = HostTensor.from_numpy(data, i8, m["Sa, Sc, Se"]).to_hbm(ctx.pdma)
         got = launch(switch_then_transpose, ctx, x).to_host(ctx.pdma).to_numpy()
     np.testing.assert_array_equal(got, data.transpose(0, 2, 1))
+
+
+def test_the_new_engines_round_trip_through_visa_text_and_schedule_inside_main(tmp_path):
+    """Stage 1: the printed vISA parses and replays to the same text. Stages 2–3: the exec command's
+    engine configs carry the derived parameters, and its Main instruction names both engines and lasts
+    at least their cycles."""
+    compiled = compile_kernel(switch_then_transpose)
+    assert compiled.ok, compiled.diagnostics
+    text = compiled.visa_text
+    assert "switch %" in text and "config=SwitchConfig.Transpose(slice1=16, slice0=16)" in text
+    path = tmp_path / "k.visa"
+    path.write_text(text)
+    again = compile_visa(path)
+    assert again.ok and again.visa_text == text
+    (exec_,) = [c for c in compiled.lir.commands if c.kind == "exec"]
+    engines = {e["stage"]: e for e in exec_.engines}
+    assert engines["switch"]["ring"] == 256 and engines["switch"]["steps"] == 8 and engines["switch"]["flits"] == 1
+    assert (engines["transpose"]["in_rows"], engines["transpose"]["in_cols"]) == (8, 8)
+    plan = schedule(compiled.lir)
+    (slot,) = [s for s in plan.slots if s.costed.command is exec_]
+    description = schedule_json(plan)["instructions"][plan.slots.index(slot)]["description"]
+    assert "switch[Transpose { slice1: 16, slice0: 16 }, ring 256: 2048 cycles]" in description
+    assert "transpose[8×8 → 8 rows, ×1: 16 cycles]" in description
+    assert slot.costed.cycles >= switch_cycles(engines["switch"]) == 256 * 8 * 1
+    assert slot.costed.tpe == "Main"
