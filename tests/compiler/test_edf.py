@@ -214,7 +214,8 @@ def test_a_flipped_magic_byte_is_not_an_edf(small):
 
 
 def test_another_format_version_is_refused_naming_the_kernel(small):
-    error = refused(reheader(small[48:], version=1), f"EDF format version 1 is not supported by this build (expects {FORMAT_VERSION})")
+    expects = f"EDF format version 1 is not supported by this build (expects {FORMAT_VERSION})"
+    error = refused(reheader(small[48:], version=1), expects)
     assert "recompile it with `furiosa-opt compile`" in str(error)
     assert error.identity == KERNELS["constant_add"].identity
     refused(reheader(b"\x00\x01garbage", version=7), "version 7")
