@@ -18,9 +18,10 @@ from furiosa_opt import *
 from furiosa_opt.compiler.driver import compile_kernel
 from furiosa_opt.compiler.edf import read_edf
 from furiosa_opt.compiler.lir import DM_BASE, SLICE_STRIDE, Entry, Loop, Sequencer, walk_dma, walk_sequencer
+from furiosa_opt.mapping.relayout import relaid
 from furiosa_opt.sim import SimulatorError, run
 from furiosa_opt.sim.memory import SLICES, Fault, Memories
-from furiosa_opt.sim.tensor_unit import _live, _relayout
+from furiosa_opt.sim.tensor_unit import _live
 
 DRAM = {"name": "H", "memory": "dram", "address": 0x2000, "bytes": 700}
 OTHER = {"name": "G", "memory": "dram", "address": 0x9000, "bytes": 300}
@@ -308,7 +309,7 @@ P, Q = axes(P=256, Q=8)
 def test_composite_layouts_move_by_index_map_and_mask_by_decoding():
     composite = m["[Q, P] # 2100"]  # Q-major over P, then 52 padding positions
     values = np.random.default_rng(0).integers(0, 1000, (3, 2100)).astype(np.int32)
-    got = _relayout(values, composite, m["P, Q"], broadcast=False)
+    got = relaid(values, composite.factors, m["P, Q"].factors, broadcast=False)
     assert np.array_equal(got, values[:, :2048].reshape(3, 8, 256).transpose(0, 2, 1).reshape(3, 2048))
     assert np.array_equal(_live(composite), np.arange(2100) < 2048)
     assert np.array_equal(_live(m["P # 300, Q"]), (np.arange(300) < 256).repeat(8))

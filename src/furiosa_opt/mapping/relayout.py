@@ -106,6 +106,29 @@ def relayout_index(src: Factors, dst: Factors, allow_broadcast: bool = True, all
     return out
 
 
+def relaid(values: np.ndarray, src: Factors, dst: Factors, broadcast: bool, drop: bool = False) -> np.ndarray:
+    """`values` [batch, src positions] relaid into `dst` by logical index, zero at its padding: a view
+    plan, or the index map where composite atoms make views unable to express the move."""
+    from furiosa_opt.mapping.views import plan
+
+    check_relayout(src, dst, broadcast, drop)
+    view = plan(src, dst)
+    if view is not None:
+        return view.apply(values)
+    index = relayout_index(src, dst, broadcast, drop)
+    out = values[:, np.maximum(index, 0)]
+    out[:, index < 0] = 0
+    return out
+
+
+def live_mask(fs: Factors) -> np.ndarray:
+    """Which positions of a layout hold a value: each factor's first `m` digits, or the decoded cells
+    where composite atoms make liveness more than a box."""
+    if has_composite(fs):
+        return evaluate(fs, np.arange(size(fs), dtype=np.int64)).live
+    return _live_mask(fs)
+
+
 def _odometer_index(src: Factors, dst: Factors) -> np.ndarray | None:
     """The sequencer's nested loops, as one broadcast sum per loop: fast, and exact for composite-free
     layouts (the property tests compare it with the decoded form)."""

@@ -25,11 +25,9 @@ from furiosa_opt.dtypes import DType, dtype_by_name
 from furiosa_opt.fold import contraction_plan, fold, fold_through_views, fold_views, widener
 from furiosa_opt.mapping import Mapping
 from furiosa_opt.mapping.algebra import pair
-from furiosa_opt.mapping.evaluate import evaluate
-from furiosa_opt.mapping.factors import has_composite, size
+from furiosa_opt.mapping.factors import size
 from furiosa_opt.mapping.parse import parse
-from furiosa_opt.mapping.relayout import check_relayout, relayout_index
-from furiosa_opt.mapping.views import plan
+from furiosa_opt.mapping.relayout import check_relayout, live_mask, relaid
 from furiosa_opt.sim.memory import Fault, Loops, Memories
 from furiosa_opt.switch import SwitchConfig, parse_switch_config
 from furiosa_opt.vector import arithmetic
@@ -110,7 +108,7 @@ class TensorUnit:
     def store(self, stream: Stream, command: dict, target: Mapping) -> None:
         """A register-file store: the stream relaid into the file's layout at the buffer's address."""
         buffer = self.buffers[command["outputs"][0]]
-        values = _relayout(stream.values, stream.layout, target, broadcast=False)
+        values = relaid(stream.values, stream.layout.factors, target.factors, broadcast=False)
         unit = stream.dtype.nbytes(1)
         raw = _bytes(values, stream.dtype).reshape(values.shape[0], -1, unit)
         self.memories.store(buffer["memory"], buffer["address"], ((target.size,), (unit,)), unit, raw)
@@ -162,7 +160,7 @@ class TensorUnit:
             values = fold(_with_zero(widen(lhs.values)), plan.lhs, _with_zero(widen(trf.values)), plan.rhs, plan,
                           size(reduced.factors), acc.storage)  # fmt: skip
         time, packet = self.mapping(config["time"]), self.mapping(config["packet"])
-        return Stream(_relayout(values, reduced, pair(time, packet), broadcast=False), acc, time, packet)
+        return Stream(relaid(values, reduced.factors, pair(time, packet).factors, False), acc, time, packet)
 
 
 # ---- the stage handlers: (unit, stream, config, command) -> the stream after the stage ----
@@ -172,7 +170,7 @@ def _relaid(unit: TensorUnit, stream: Stream, config: dict, command: dict | None
     """The stream relaid out over the config's time (if it names one) and packet."""
     time = unit.mapping(config["time"]) if "time" in config else stream.time
     packet = unit.mapping(config["packet"])
-    values = _relayout(stream.values, stream.layout, pair(time, packet), broadcast=False, drop=drop)
+    values = relaid(stream.values, stream.layout.factors, pair(time, packet).factors, False, drop)
     return replace(stream, values=values, time=time, packet=packet)
 
 
@@ -196,7 +194,7 @@ def _binary(compute: Callable) -> Callable:
         op, mode = parse_op(config["op"]), parse_op(config["mode"])
         if "rf" in config:  # a VRF tensor, broadcast into the stream's layout
             vrf = unit.operand(command, config, "vrf")
-            operand = _relayout(vrf.values, vrf.layout, stream.layout, broadcast=True)
+            operand = relaid(vrf.values, vrf.layout.factors, stream.layout.factors, broadcast=True)
         else:
             constant = float(config["operand"]) if stream.dtype.is_float else int(config["operand"])
             operand = np.full(stream.values.shape, constant, dtype=stream.dtype.storage)
@@ -342,17 +340,9 @@ def _loops(sequencer: Sequencer, memory: int, layout: Mapping, which: str) -> Lo
 
 
 def _live(layout: Mapping) -> np.ndarray | None:
-    """Which positions of the layout hold a value (None: all do): each factor's first `m` digits, or the
-    decoded cells where composite atoms make liveness more than a box."""
-    fs = layout.factors
-    if has_composite(fs):
-        live = evaluate(fs, np.arange(layout.size, dtype=np.int64)).live
-        return None if live.all() else live
-    if all(f.m == f.e for f in fs):
-        return None
-    live = np.zeros(tuple(f.e for f in fs), dtype=bool)
-    live[tuple(slice(0, f.m) for f in fs)] = True
-    return live.ravel()
+    """Which positions of the layout hold a value (None: all do)."""
+    live = live_mask(layout.factors)
+    return None if live.all() else live
 
 
 def _as(raw: np.ndarray, dtype: DType) -> np.ndarray:
@@ -363,19 +353,6 @@ def _as(raw: np.ndarray, dtype: DType) -> np.ndarray:
 def _bytes(values: np.ndarray, dtype: DType) -> np.ndarray:
     """[slices, positions · bytes] wire bytes of `values` [slices, positions]."""
     return np.ascontiguousarray(values.astype(dtype.storage, copy=False)).view(np.uint8)
-
-
-def _relayout(values: np.ndarray, src: Mapping, dst: Mapping, broadcast: bool, drop: bool = False) -> np.ndarray:
-    """`values` [slices, src positions] relaid into `dst` by logical index, zero at its padding: a view plan,
-    or the index map where composite atoms make views unable to express the move."""
-    check_relayout(src.factors, dst.factors, broadcast, drop)
-    view = plan(src.factors, dst.factors)
-    if view is not None:
-        return view.apply(values)
-    index = relayout_index(src.factors, dst.factors, broadcast, drop)
-    out = values[:, np.maximum(index, 0)]
-    out[:, index < 0] = 0
-    return out
 
 
 def _with_zero(values: np.ndarray) -> np.ndarray:
