@@ -17,6 +17,7 @@ from furiosa_opt.lang.stream import Stream, TuContext
 from furiosa_opt.lang.vector import VectorStream
 from furiosa_opt.sim.tensor_unit import HANDLERS
 from furiosa_opt.stages import HELPERS, MEMORY_OPS, STAGES, following
+from furiosa_opt.verify.vector import MODIFIERS as VE_MODIFIERS
 from furiosa_opt.verify.vector import STAGES as VE_CHAIN
 
 LANGUAGE = (TuContext, Stream, VectorStream, Contraction)  # the classes whose methods are the stages
@@ -52,7 +53,9 @@ def test_the_table_is_consistent():
     for name, stage in STAGES.items():
         assert all(before in STAGES for before in stage.after), f"stage `{name}` follows an undeclared stage"
         if stage.engine == "vector" and name not in ("vector_init", "vector_final"):
-            assert stage.slot in VE_CHAIN and not stage.after, f"stage `{name}`: a Vector Engine slot, not an order"
+            assert stage.slot in (*VE_CHAIN, *VE_MODIFIERS) and not stage.after, (
+                f"stage `{name}`: a VE slot, not an order"
+            )
         assert stage.rf in (None, "trf", "vrf"), f"stage `{name}` reads an unknown register file {stage.rf!r}"
     assert following("commit_trim") == ("commit_cast", "commit_cast_relu", "commit", "commit_view")
     assert set(following("collect")) == {

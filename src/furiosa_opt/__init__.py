@@ -10,7 +10,7 @@ from typing import Any
 
 _MODULES = {  # the module that defines each public name; imported on first use
     "furiosa_opt.diagnostics": "FuriosaOptError VerifyError",
-    "furiosa_opt.dtypes": "bf16 f32 f4e2m1 f8e4m3 f8e5m2 i16 i32 i4 i8 u8",
+    "furiosa_opt.dtypes": "bf16 f32 f4e2m1 f8e4m3 f8e5m2 i16 i32 i4 i5 i8 i9 u8",
     "furiosa_opt.lang.context": "DmaContext",
     "furiosa_opt.lang.device": "Context Device DeviceFunction device launch",
     "furiosa_opt.lang.stream": "TuContext",
@@ -18,8 +18,9 @@ _MODULES = {  # the module that defines each public name; imported on first use
     "HostTensor TensorType TrfTensor VrfTensor",
     "furiosa_opt.mapping": "Axis Cell Mapping MappingError MappingSyntaxError PadKind axes m",
     "furiosa_opt.switch": "SwitchConfig",
-    "furiosa_opt.vector.ops": "BinaryArgMode ClipBinaryOpF32 ClipBinaryOpI32 Cmp FpBinaryOp FpMulAlu FpTernaryOp "
-    "FpUnaryOp FxpBinaryOp LaneMode LogicBinaryOpF32 LogicBinaryOpI32 TagMode",
+    "furiosa_opt.vector.ops": "BinaryArgMode ClipBinaryOpF32 ClipBinaryOpI32 Cmp FpBinaryOp FpDivBinaryOp FpMulAlu "
+    "FpTernaryOp FpUnaryOp FxpBinaryOp InterSliceReduceOpF32 InterSliceReduceOpI32 IntraSliceReduceOpF32 "
+    "IntraSliceReduceOpI32 LaneMode LogicBinaryOpF32 LogicBinaryOpI32 Stash TagMode TernaryArgMode",
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names.split()}
 
@@ -52,56 +53,4 @@ def __dir__() -> list[str]:
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Axis",
-    "BinaryArgMode",
-    "Cell",
-    "ClipBinaryOpF32",
-    "ClipBinaryOpI32",
-    "Cmp",
-    "Context",
-    "Device",
-    "DeviceFunction",
-    "DmTensor",
-    "DmTensorView",
-    "DmTensorViewMut",
-    "DmaContext",
-    "FpBinaryOp",
-    "FpMulAlu",
-    "FpTernaryOp",
-    "FpUnaryOp",
-    "FuriosaOptError",
-    "FxpBinaryOp",
-    "HbmTensor",
-    "HbmTensorView",
-    "HbmTensorViewMut",
-    "HostTensor",
-    "LaneMode",
-    "LogicBinaryOpF32",
-    "LogicBinaryOpI32",
-    "Mapping",
-    "MappingError",
-    "MappingSyntaxError",
-    "PadKind",
-    "SwitchConfig",
-    "TagMode",
-    "TensorType",
-    "TrfTensor",
-    "TuContext",
-    "VerifyError",
-    "VrfTensor",
-    "axes",
-    "bf16",
-    "device",
-    "f4e2m1",
-    "f8e4m3",
-    "f8e5m2",
-    "f32",
-    "i4",
-    "i8",
-    "i16",
-    "i32",
-    "launch",
-    "m",
-    "u8",
-]
+__all__ = sorted(_EXPORTS, key=lambda n: (n[0].islower(), n))  # every exported name, classes first

@@ -1,5 +1,6 @@
-"""The Contraction Engine's exact arithmetic, shared by the CPU backend and the simulator: which terms
-each output cell sums and in what order (`contraction_plan`), and the sequential fold (`fold`).
+"""The exact folds shared by the CPU backend and the simulator: the Contraction Engine's (which terms each
+output cell sums and in what order, `contraction_plan`, and the sequential `fold`) and the Vector
+Engine's reducers (`reduce_fold`).
 
 Upstream folds every output from zero, one term at a time, in the wire order of the contracted positions
 (`contraction_prewidened`): no FMA and no pairwise sums, so f32 results depend on that order, and
@@ -17,8 +18,10 @@ import numpy as np
 
 from furiosa_opt import dtypes
 from furiosa_opt.dtypes import DType
-from furiosa_opt.mapping.factors import BC, Factors
-from furiosa_opt.mapping.relayout import relayout_index
+from furiosa_opt.mapping.algebra import divide_relaxed, pair, remove_padding
+from furiosa_opt.mapping.expr import Mapping
+from furiosa_opt.mapping.factors import BC, Factors, size
+from furiosa_opt.mapping.relayout import live_mask, relaid, relayout_index
 from furiosa_opt.mapping.views import Source, Target, joint, layout_source, layout_target
 from furiosa_opt.memo import bytes_cache
 
@@ -163,3 +166,40 @@ def widener(acc: DType, operand: DType) -> Callable[[np.ndarray], np.ndarray]:
     if acc == dtypes.i32:
         return dtypes.widen_int
     return lambda values: dtypes.to_f32(values, operand)
+
+
+# ---- reduces (the Vector Engine's intra- and inter-slice reducers) --------------------------------------
+
+
+@dataclass(frozen=True)
+class ReducePlan:
+    """How `src` folds into `dst`: read in the layout `[dst, reduced]` (`reduced` = the axes `dst` lacks,
+    in `src` wire order), `live` marking the reads that hit a live source cell."""
+
+    pre: Factors
+    live: np.ndarray  # [|dst|, |reduced|]
+    dst_live: np.ndarray  # [|dst|]
+
+
+@lru_cache(maxsize=256)
+def reduce_plan(src: Factors, dst: Factors, broadcast: bool) -> ReducePlan:
+    residue = remove_padding(divide_relaxed(Mapping(src), Mapping(dst)).dividend_residue)
+    pre = pair(Mapping(dst), residue).factors
+    live = relaid(live_mask(src)[None].astype(np.uint8), src, pre, broadcast)[0].astype(bool)
+    return ReducePlan(pre, live.reshape(size(dst), -1), live_mask(dst))
+
+
+def reduce_fold(
+    values: np.ndarray, src: Factors, dst: Factors, step: Callable, identity, broadcast: bool
+) -> np.ndarray:
+    """[batch, |dst|]: each live `dst` cell folds `acc = step(acc, x)` from `identity` over the live source
+    cells of the axes it lacks, one at a time in their wire order (outer first) — upstream's `reduce`, so
+    f32 sums keep its rounding; axes new in `dst` broadcast (`broadcast`). Padding of `dst` holds
+    `identity`, as upstream leaves it (a Max-reduce's padding is -inf)."""
+    plan = reduce_plan(src, dst, broadcast)
+    x = relaid(values, src, plan.pre, broadcast).reshape(values.shape[0], *plan.live.shape)
+    acc = np.full((values.shape[0], plan.live.shape[0]), identity, dtype=values.dtype)
+    with np.errstate(all="ignore"):
+        for r in range(plan.live.shape[1]):
+            acc = np.where(plan.live[:, r], step(acc, x[:, :, r]), acc).astype(values.dtype, copy=False)
+    return np.where(plan.dst_live, acc, np.asarray(identity, dtype=values.dtype))

@@ -61,10 +61,16 @@ STAGES: dict[str, Stage] = {
         Stage("vector_narrow_trim", "vector", attrs=("packet",), slot="narrow"),
         Stage("vector_fp_unary", "vector", attrs=("op",), slot="fp"),
         Stage("vector_fp_binary", "vector", attrs=("op", "operand", "mode"), slot="fp", rf="vrf"),
+        Stage("vector_fp_ternary", "vector", attrs=("op", "operand", "operand1", "mode"), slot="fp", rf="vrf"),
+        Stage("vector_intra_slice_reduce", "vector", attrs=("op", "axis", "time", "packet"), slot="reduce"),
+        Stage("vector_fp_div", "vector", attrs=("op", "operand", "mode"), slot="fp_div", rf="vrf"),
         Stage("vector_widen_concat", "vector", attrs=("time", "packet"), slot="widen"),
         Stage("vector_widen_pad", "vector", attrs=("packet",), slot="widen"),
         Stage("vector_fp_to_fxp", "vector", attrs=("int_width",), slot="fp_to_fxp"),
         Stage("vector_clip", "vector", attrs=("op", "operand", "mode"), slot="clip", rf="vrf"),
+        Stage("vector_stash", "vector", slot="stash"),
+        Stage("vector_reinterpret", "vector", attrs=("dtype",), slot="reinterpret"),
+        Stage("vector_inter_slice_reduce", "vector", attrs=("op", "slice", "time"), slot="inter_reduce"),
         Stage("vector_final", "vector"),
         Stage("cast", "cast", _AFTER_COMPUTE, ("dtype", "packet")),
         Stage("transpose", "transpose", (*_AFTER_COMPUTE, "cast"), ("time", "packet")),
@@ -95,7 +101,12 @@ MEMORY_OPS = (
 
 
 # Public methods of the stream classes that are not stages, and why (tests/test_stages.py reads this).
-HELPERS = {"advanced": "Stream: the stream after a stage, how the contraction and the Vector Engine hand one back"}
+_WITH_MODE = "records as the stage without `_with_mode`: the same engine op, its argument mode written first"
+HELPERS = {
+    "advanced": "Stream: the stream after a stage, how the contraction and the Vector Engine hand one back",
+    **{f"vector_{op}_with_mode": _WITH_MODE for op in ("logic", "fxp", "fp_binary", "fp_ternary", "fp_div", "clip")},
+    "vector_filter": "upstream's body is `todo!()`: the name exists and refuses (rule upstream-undefined)",
+}
 
 
 def following(stage: str) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from furiosa_opt.fold import ContractionPlan, contraction_plan, fold, fold_through_views, fold_views
+from furiosa_opt.fold import ContractionPlan, contraction_plan, fold, fold_through_views, fold_views, reduce_fold
 from furiosa_opt.mapping import views
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.mapping.factors import Factors, size
@@ -137,6 +137,12 @@ def _indexed(buf: object) -> tuple[np.ndarray, np.ndarray | None]:
     if isinstance(buf, Buf) and buf.layout is None:
         return buf.base, buf.index
     return buf.values(), None
+
+
+def reduce(buf: Buf, src: Factors, dst: Factors, step, identity, broadcast: bool) -> Buf:
+    """`buf` folded from `src` into `dst` with `step` (upstream's `reduce`, order and identity as in
+    `fold.reduce_fold`)."""
+    return fresh(reduce_fold(buf.values()[None], src, dst, step, identity, broadcast)[0])
 
 
 def elementwise(fn, *bufs: Buf) -> Buf:

@@ -68,7 +68,7 @@ class Tracer:
     def relayout(self, *args: Any, **kwargs: Any) -> Symbol:
         return _SYMBOL
 
-    elementwise = constant = zeros = window_read = window_write = contraction = relayout
+    elementwise = constant = zeros = window_read = window_write = contraction = reduce = relayout
 
     # ---- recording ----
 

@@ -64,6 +64,16 @@ REPLAY: dict[str, Callable[[list, A], object]] = {
     "vector_fxp_to_fp": lambda o, a: o[0].vector_fxp_to_fp(a["int_width"]),
     "vector_fp_to_fxp": lambda o, a: o[0].vector_fp_to_fxp(a["int_width"]),
     "vector_fp_unary": lambda o, a: o[0].vector_fp_unary(a["op"]),
+    "vector_fp_ternary": lambda o, a: o[0].vector_fp_ternary_with_mode(
+        a["op"], a["mode"], (o[1] if len(o) > 1 else a["operand"], a["operand1"])
+    ),
+    "vector_intra_slice_reduce": lambda o, a: o[0].vector_intra_slice_reduce(
+        a["op"], a["axis"], a["time"], a["packet"]
+    ),
+    "vector_fp_div": lambda o, a: o[0].vector_fp_div_with_mode(a["mode"], o[1] if len(o) > 1 else a["operand"]),
+    "vector_stash": lambda o, a: o[0].vector_stash(),
+    "vector_reinterpret": lambda o, a: o[0].vector_reinterpret(a["dtype"]),
+    "vector_inter_slice_reduce": lambda o, a: o[0].vector_inter_slice_reduce(a["op"], a["slice"], a["time"]),
     "vector_narrow_split": lambda o, a: o[0].vector_narrow_split(a["time"], a["packet"]),
     "vector_narrow_trim": lambda o, a: o[0].vector_narrow_trim(a["packet"]),
     "vector_widen_concat": lambda o, a: o[0].vector_widen_concat(a["time"], a["packet"]),

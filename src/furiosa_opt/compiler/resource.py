@@ -80,7 +80,17 @@ def transpose_cycles(config: dict) -> int:
     return n * (in_flits + out_rows)
 
 
-ENGINE_CYCLES = {"switch": switch_cycles, "transpose": transpose_cycles}  # engines with a latency of their own
+def inter_slice_reduce_cycles(config: dict) -> int:
+    """The book's inter-slice reducer: the input streams through (one flit a step), then a tail of about
+    one ring traversal of the reduction group (`ratio` slices)."""
+    return config["steps"] + config["ratio"]
+
+
+ENGINE_CYCLES = {  # engines with a latency of their own
+    "switch": switch_cycles,
+    "transpose": transpose_cycles,
+    "vector_inter_slice_reduce": inter_slice_reduce_cycles,
+}
 
 
 def _exec_cycles(command: Command, element_bytes: int) -> int:

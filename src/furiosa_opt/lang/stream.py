@@ -103,10 +103,13 @@ class Stream:
             raise VerifyError(f"{stage}-relayout", f"{stage}: {error}") from None
         return Stream(self.ctx, stage, dtype or self.dtype, spatial, time, packet, moved)
 
-    def advanced(self, stage: str, dtype: DType, time: Mapping, packet: Mapping, data: object) -> Stream:
-        """The stream after `stage` on the same context and slices: how the contraction and the Vector
-        Engine hand a stream back without importing this module."""
-        return Stream(self.ctx, stage, dtype, self.spatial, time, packet, data)
+    def advanced(
+        self, stage: str, dtype: DType, time: Mapping, packet: Mapping, data: object, slice_: Mapping | None = None
+    ) -> Stream:
+        """The stream after `stage` on the same context and slices (or on `slice_`, after the inter-slice
+        reducer): how the contraction and the Vector Engine hand a stream back without importing this module."""
+        spatial = self.spatial if slice_ is None else (*self.spatial[:2], slice_)
+        return Stream(self.ctx, stage, dtype, spatial, time, packet, data)
 
     def _recorded(self, result, name: str, **attrs):
         """Note the operation with the backend (the tracer turns it into a vISA op) and return `result`."""

@@ -1,11 +1,16 @@
-"""The Vector Engine's intra-slice chain: tag → logic → fxp → fxp_to_fp → narrow → fp → widen →
-fp_to_fxp → clip, each stage usable in that order, each ALU once per pass.
+"""The Vector Engine: the intra-slice chain tag → logic → fxp → fxp_to_fp → narrow → fp → intra-slice
+reduce → fp_div → widen → fp_to_fxp → clip, each stage usable in that order, each ALU once per pass; the
+stash (written once, read once); and the inter-slice reducer, before the chain (InterFirst) or after it
+(IntraFirst).
 
 Elementwise ops run on every physical cell, padding included, like upstream's CPU backend; operands
-are constants or VRF tensors broadcast into the stream's layout.
+are constants, VRF tensors or the stash, broadcast into the stream's layout. Reduces fold one cell at a
+time in the wire order of the reduced axes (`fold.reduce_fold`), as upstream's `reduce` does.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,19 +20,58 @@ from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.flow import Flow
 from furiosa_opt.lang.tensors import VrfTensor
-from furiosa_opt.mapping import Mapping, MappingError
+from furiosa_opt.mapping import Axis, Mapping, MappingError
 from furiosa_opt.mapping.algebra import pair
+from furiosa_opt.mapping.expr import Sym
+from furiosa_opt.mapping.factors import SymAtom
 from furiosa_opt.stages import STAGES
 from furiosa_opt.vector import arithmetic as ops
-from furiosa_opt.vector.ops import BinaryArgMode, TagMode, alu_of, scalar_dtype
+from furiosa_opt.vector.ops import (
+    BinaryArgMode,
+    FpDivBinaryOp,
+    FpUnaryOp,
+    FxpBinaryOp,
+    Stash,
+    TagMode,
+    TernaryArgMode,
+    alu_of,
+    reduce_identity,
+    scalar_dtype,
+)
 from furiosa_opt.verify import vector as rules
+
+UNDEFINED_UPSTREAM = (FxpBinaryOp.ArithRightShiftRound, FpUnaryOp.Erf)  # `todo!()` bodies upstream
+
+
+@dataclass(frozen=True)
+class _Stashed:
+    """What `vector_stash` wrote: the values in their layout, at the scalar and way of the write."""
+
+    data: object
+    layout: Mapping
+    dtype: DType
+    way: int
+
+
+SPENT = "spent"  # the stash state once read: it cannot be written or read again this pass
 
 
 class VectorStream:
-    """A stream inside the Vector Engine, with its tags, stage, way and the ALUs it has used."""
+    """A stream inside the Vector Engine: its tags, stage, way, the ALUs it has used, the stash (None,
+    what was written, or spent) and whether the inter-slice reducer came first."""
 
-    def __init__(self, stream: Flow, tags: object, stage: str, way: int, used: frozenset):
+    def __init__(
+        self,
+        stream: Flow,
+        tags: object,
+        stage: str,
+        way: int,
+        used: frozenset,
+        stash: _Stashed | str | None = None,
+        inter_first: bool = False,
+    ):
         self.stream, self.tags, self.stage, self.way, self.used = stream, tags, stage, way, used
+        self.stash, self.inter_first = stash, inter_first
 
     def __repr__(self) -> str:
         return f"VectorStream({self.stage}, Way{self.way}, {self.stream!r})"
@@ -46,27 +90,46 @@ class VectorStream:
         time: Mapping | None = None,
         packet: Mapping | None = None,
         tags: object = None,
+        stash: object = ...,
     ) -> VectorStream:
         s = self.stream
         stream = s.advanced("vector", dtype or s.dtype, time or s.time, packet or s.packet, data)
         used = self.used | {alu} if alu is not None else self.used
-        return VectorStream(stream, tags if tags is not None else self.tags, stage, way or self.way, used)
+        return VectorStream(
+            stream,
+            tags if tags is not None else self.tags,
+            stage,
+            way or self.way,
+            used,
+            self.stash if stash is ... else stash,
+            self.inter_first,
+        )
 
-    def _operand(self, operand: object, method: str) -> object:
-        """A constant, or a VRF tensor broadcast into the stream's layout."""
+    def _operand(self, operand: object, method: str) -> tuple[object, object]:
+        """A constant, a VRF tensor or the stash, broadcast into the stream's layout; and the stash state
+        after the read."""
+        if operand is Stash:
+            rules.check_stash_read(self.stash, self.dtype, self.way, method)
+            held: _Stashed = self.stash
+            values = active().relayout(held.data, held.layout.factors, self.stream.layout.factors, True)
+            return values, SPENT
         if isinstance(operand, VrfTensor):
             if operand.dtype != self.dtype:
                 raise VerifyError(
                     "vector-operand", f"`{method}`: a {operand.dtype} VRF operand on a {self.dtype} stream"
                 )
             try:
-                return active().relayout(operand.data, operand.storage.factors, self.stream.layout.factors, True)
+                values = active().relayout(operand.data, operand.storage.factors, self.stream.layout.factors, True)
             except MappingError as error:
                 raise VerifyError(
                     "vector-operand", f"`{method}`: the VRF operand does not fit the stream: {error}"
                 ) from None
+            return values, self.stash
+        return self._constant(operand, method), self.stash
+
+    def _constant(self, operand: object, method: str) -> object:
         if isinstance(operand, bool) or not isinstance(operand, int | float):
-            raise VerifyError("vector-operand", f"`{method}` takes a constant or a VrfTensor, got {operand!r}")
+            raise VerifyError("vector-operand", f"`{method}` takes a constant, a VrfTensor or Stash, got {operand!r}")
         if self.dtype == dtypes.i32 and not isinstance(operand, int):
             raise VerifyError("vector-operand", f"`{method}`: an i32 stream takes an int constant, got {operand!r}")
         return active().constant(operand, self.dtype.storage, self.stream.layout.size)
@@ -74,17 +137,26 @@ class VectorStream:
     def _enter(self, method: str) -> str:
         """Check that `method` may come next in the intra-slice chain; its slot (the stage table's)."""
         slot = STAGES[method].slot
-        rules.check_stage(self.stage, self.way, method, slot)
+        rules.check_stage(self.stage, self.way, method, slot, self.inter_first)
         return slot
+
+    def _op(self, op, method: str, scalar: DType | None = None):
+        """Check the op's scalar, that upstream defines it, and that its ALU is free; its ALU."""
+        rules.check_scalar(self.dtype, scalar or scalar_dtype(op), method)
+        if op in UNDEFINED_UPSTREAM:
+            raise VerifyError(
+                "upstream-undefined", f"`{method}`: upstream does not define {op!r} yet (its body is `todo!()`)"
+            )
+        alu = alu_of(op)
+        rules.check_alu(alu, self.used, method)
+        return alu
 
     def _binary(self, method: str, op, operand: object, mode, compute) -> VectorStream:
         stage = self._enter(method)
-        rules.check_scalar(self.dtype, scalar_dtype(op), method)
-        alu = alu_of(op)
-        rules.check_alu(alu, self.used, method)
-        values = self._operand(operand, method)
+        alu = self._op(op, method)
+        values, stash = self._operand(operand, method)
         data = active().elementwise(lambda s, o: compute(op, *ops.apply_arg_mode(mode, s, o)), self.stream.data, values)
-        result = self._with(stage, data, alu=alu)
+        result = self._with(stage, data, alu=alu, stash=stash)
         operands = (self, operand) if isinstance(operand, VrfTensor) else (self,)
         active().record(method, operands, (result,), op=op, operand=None if len(operands) == 2 else operand, mode=mode)
         return result
@@ -93,6 +165,10 @@ class VectorStream:
 
     @user_facing
     def vector_intra_slice_tag(self, mode: TagMode = TagMode.Zero) -> VectorStream:
+        """Compute each element's tag (which later guards read) and start the intra-slice chain.
+
+        s.vector_init().vector_intra_slice_tag(TagMode.Zero)
+        """
         slot = self._enter("vector_intra_slice_tag")
         rules.check_tag_packet(self.stream.packet)
         tags = active().elementwise(lambda v: ops.comparison_tags(mode, v), self.stream.data)
@@ -100,15 +176,42 @@ class VectorStream:
 
     @user_facing
     def vector_logic(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
+        """Bitwise op (`LogicBinaryOpI32.BitAnd`, …) with a constant, VRF or Stash operand.
+
+        s.vector_logic(LogicBinaryOpI32.BitAnd, 0xFF)
+        """
+        return self._binary("vector_logic", op, operand, mode, ops.logic)
+
+    @user_facing
+    def vector_logic_with_mode(self, op, mode: BinaryArgMode, operand: object) -> VectorStream:
+        """`vector_logic` with the argument mode first, as upstream writes it.
+
+        s.vector_logic_with_mode(LogicBinaryOpI32.LeftShift, BinaryArgMode.Mode10, 1)
+        """
         return self._binary("vector_logic", op, operand, mode, ops.logic)
 
     @user_facing
     def vector_fxp(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
-        """Fixed-point/integer op on an i32 stream (`FxpBinaryOp.AddFxp`, `MulInt`, …)."""
+        """Fixed-point/integer op on an i32 stream (`FxpBinaryOp.AddFxp`, `MulInt`, …).
+
+        s.vector_fxp(FxpBinaryOp.AddFxp, 10)
+        """
+        return self._binary("vector_fxp", op, operand, mode, ops.fxp)
+
+    @user_facing
+    def vector_fxp_with_mode(self, op, mode: BinaryArgMode, operand: object) -> VectorStream:
+        """`vector_fxp` with the argument mode first.
+
+        s.vector_fxp_with_mode(FxpBinaryOp.SubFxp, BinaryArgMode.Mode10, 100)  # 100 - x
+        """
         return self._binary("vector_fxp", op, operand, mode, ops.fxp)
 
     @user_facing
     def vector_fxp_to_fp(self, int_width: int) -> VectorStream:
+        """Fixed point with `int_width` integer bits → f32.
+
+        s.vector_fxp_to_fp(31)  # plain i32 → f32
+        """
         slot = self._enter("vector_fxp_to_fp")
         rules.check_scalar(self.dtype, dtypes.i32, "vector_fxp_to_fp")
         data = active().elementwise(lambda v: dtypes.fxp_to_fp(v, int_width), self.stream.data)
@@ -116,48 +219,148 @@ class VectorStream:
 
     @user_facing
     def vector_narrow_split(self, time: Mapping, packet: Mapping) -> VectorStream:
-        """Split each 8-element flit into two 4-element steps (Way8 → Way4)."""
+        """Split each 8-element flit into two 4-element steps (Way8 → Way4).
+
+        s.vector_narrow_split(m["T, A / 4 % 2"], m["A % 4"])
+        """
         slot = self._enter("vector_narrow_split")
         rules.check_narrow_split(self.stream.time, self.stream.packet, time, packet)
         return self._recorded(self._relaid(slot, time, packet, way=4), "vector_narrow_split", time=time, packet=packet)
 
     @user_facing
     def vector_narrow_trim(self, packet: Mapping) -> VectorStream:
-        """Drop the back four (dummy) lanes of each flit (Way8 → Way4)."""
+        """Drop the back four (dummy) lanes of each flit (Way8 → Way4).
+
+        s.vector_narrow_trim(m["A % 2 # 4"])
+        """
         slot = self._enter("vector_narrow_trim")
         rules.check_narrow_trim(self.stream.packet, packet)
         return self._recorded(self._relaid(slot, self.stream.time, packet, way=4), "vector_narrow_trim", packet=packet)
 
     @user_facing
     def vector_fp_unary(self, op) -> VectorStream:
+        """A float unary op on an f32 Way4 stream (`FpUnaryOp.Exp`, `Sqrt`, `Sigmoid`, …).
+
+        s.vector_fp_unary(FpUnaryOp.Exp)
+        """
         slot = self._enter("vector_fp_unary")
-        rules.check_scalar(self.dtype, dtypes.f32, "vector_fp_unary")
-        alu = alu_of(op)
-        rules.check_alu(alu, self.used, "vector_fp_unary")
+        alu = self._op(op, "vector_fp_unary", dtypes.f32)
         data = active().elementwise(lambda v: ops.fp_unary(op, v), self.stream.data)
         return self._recorded(self._with(slot, data, alu=alu), "vector_fp_unary", op=op)
 
     @user_facing
     def vector_fp_binary(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
-        """Float op on an f32 Way4 stream (`FpBinaryOp.AddF`, `MulF(FpMulAlu.Mul0)`, …)."""
+        """Float op on an f32 Way4 stream (`FpBinaryOp.AddF`, `MulF(FpMulAlu.Mul0)`, …).
+
+        s.vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), 0.5)
+        """
         return self._binary("vector_fp_binary", op, operand, mode, ops.fp_binary)
 
     @user_facing
+    def vector_fp_binary_with_mode(self, op, mode: BinaryArgMode, operand: object) -> VectorStream:
+        """`vector_fp_binary` with the argument mode first.
+
+        s.vector_fp_binary_with_mode(FpBinaryOp.SubF, BinaryArgMode.Mode10, vrf)  # vrf - x
+        """
+        return self._binary("vector_fp_binary", op, operand, mode, ops.fp_binary)
+
+    @user_facing
+    def vector_fp_ternary(self, op, operands: tuple) -> VectorStream:
+        """`FpTernaryOp.FmaF` (`x * a + b`, one rounding) with operands `(a, b)`: `a` a constant, a VRF
+        tensor or Stash, `b` a constant.
+
+        s.vector_fp_ternary(FpTernaryOp.FmaF, (2.0, 1.0))
+        """
+        return self.vector_fp_ternary_with_mode(op, TernaryArgMode.Mode012, operands)
+
+    @user_facing
+    def vector_fp_ternary_with_mode(self, op, mode: TernaryArgMode, operands: tuple) -> VectorStream:
+        """`vector_fp_ternary` with the argument mode first (`Mode012` = `op(x, a, b)`).
+
+        s.vector_fp_ternary_with_mode(FpTernaryOp.FmaF, TernaryArgMode.Mode102, (vrf, 0.0))
+        """
+        method = "vector_fp_ternary"
+        stage = self._enter(method)
+        alu = self._op(op, method, dtypes.f32)
+        if not isinstance(operands, tuple) or len(operands) != 2:
+            raise VerifyError("vector-operand", f"`{method}` takes a pair of operands `(a, b)`, got {operands!r}")
+        first, second = operands
+        values, stash = self._operand(first, method)
+        constant = self._constant(second, method)
+        data = active().elementwise(
+            lambda s, a, b: ops.fp_ternary(op, *ops.apply_arg_mode(mode, s, a, b)), self.stream.data, values, constant
+        )
+        result = self._with(stage, data, alu=alu, stash=stash)
+        operand_list = (self, first) if isinstance(first, VrfTensor) else (self,)
+        attrs = {"operand": None if len(operand_list) == 2 else first, "operand1": second}
+        active().record(method, operand_list, (result,), op=op, **attrs, mode=mode)
+        return result
+
+    @user_facing
+    def vector_intra_slice_reduce(
+        self, op, reduce: Axis | str | Mapping, time: Mapping, packet: Mapping
+    ) -> VectorStream:
+        """Fold the axis `reduce` out of Time (and the packet) inside each slice, in its wire order
+        (`IntraSliceReduceOpF32.Add`, `Max`, …); the packet stays, or collapses to lane 0 (`[1 # 4]`).
+
+        s.vector_intra_slice_reduce(IntraSliceReduceOpF32.Max, R, m["1"], m["A % 2 # 4"])
+        """
+        method = "vector_intra_slice_reduce"
+        stage = self._enter(method)
+        alu = self._op(op, method)
+        s = self.stream
+        axis = _reduce_axis(reduce, s.layout, method)
+        label = axis.name
+        rules.check_intra_slice_reduce(s.time, s.packet, time, packet, label)
+        target = pair(*s.spatial, time, packet).factors
+        data = active().reduce(s.data, s.layout.factors, target, lambda a, x: ops.reduce_step(op, a, x),
+                               reduce_identity(op), False)  # fmt: skip
+        tags = active().reduce(self.tags, s.layout.factors, target, lambda a, x: x, np.uint8(0), False)
+        result = self._with(stage, data, alu=alu, time=time, packet=packet, tags=tags)
+        return self._recorded(result, method, op=op, axis=Mapping.from_node(Sym(axis)), time=time, packet=packet)
+
+    @user_facing
+    def vector_fp_div(self, operand: object) -> VectorStream:
+        """`x / operand` on the divider after the reducer (f32, Way4).
+
+        s.vector_fp_div(vrf)
+        """
+        return self._binary("vector_fp_div", FpDivBinaryOp.DivF, operand, BinaryArgMode.Mode01, ops.fp_binary)
+
+    @user_facing
+    def vector_fp_div_with_mode(self, mode: BinaryArgMode, operand: object) -> VectorStream:
+        """`vector_fp_div` with an argument mode (`Mode10` = `operand / x`).
+
+        s.vector_fp_div_with_mode(BinaryArgMode.Mode10, 1.0)  # 1 / x
+        """
+        return self._binary("vector_fp_div", FpDivBinaryOp.DivF, operand, mode, ops.fp_binary)
+
+    @user_facing
     def vector_widen_concat(self, time: Mapping, packet: Mapping) -> VectorStream:
-        """Join two 4-element steps into one flit (Way4 → Way8)."""
+        """Join two 4-element steps into one flit (Way4 → Way8).
+
+        s.vector_widen_concat(m["T"], m["A / 4 % 2, A % 4"])
+        """
         slot = self._enter("vector_widen_concat")
         rules.check_widen_concat(self.stream.time, self.stream.packet, time, packet)
         return self._recorded(self._relaid(slot, time, packet, way=8), "vector_widen_concat", time=time, packet=packet)
 
     @user_facing
     def vector_widen_pad(self, packet: Mapping) -> VectorStream:
-        """Pad each 4-element step back to a flit (Way4 → Way8)."""
+        """Pad each 4-element step back to a flit (Way4 → Way8).
+
+        s.vector_widen_pad(m["A % 2 # 8"])
+        """
         slot = self._enter("vector_widen_pad")
         rules.check_widen_pad(self.stream.packet, packet)
         return self._recorded(self._relaid(slot, self.stream.time, packet, way=8), "vector_widen_pad", packet=packet)
 
     @user_facing
     def vector_fp_to_fxp(self, int_width: int) -> VectorStream:
+        """f32 → fixed point with `int_width` integer bits (rounded, saturated).
+
+        s.vector_fp_to_fxp(31)
+        """
         slot = self._enter("vector_fp_to_fxp")
         rules.check_scalar(self.dtype, dtypes.f32, "vector_fp_to_fxp")
         data = active().elementwise(lambda v: dtypes.fp_to_fxp(v, int_width), self.stream.data)
@@ -165,11 +368,83 @@ class VectorStream:
 
     @user_facing
     def vector_clip(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
+        """Min/max/abs-min/abs-max/add on the clip unit (i32 or f32, Way8).
+
+        s.vector_clip(ClipBinaryOpF32.Max, 0.0)  # ReLU
+        """
         return self._binary("vector_clip", op, operand, mode, ops.clip)
 
     @user_facing
+    def vector_clip_with_mode(self, op, mode: BinaryArgMode, operand: object) -> VectorStream:
+        """`vector_clip` with the argument mode first.
+
+        s.vector_clip_with_mode(ClipBinaryOpI32.Min, BinaryArgMode.Mode01, 127)
+        """
+        return self._binary("vector_clip", op, operand, mode, ops.clip)
+
+    # ---- the stash, reinterpretation, the filter ----
+
+    @user_facing
+    def vector_stash(self) -> VectorStream:
+        """Write the stream to the operand register, for one later `Stash` operand of this pass.
+
+        s.vector_stash().vector_fp_unary(FpUnaryOp.Exp).vector_fp_binary(FpBinaryOp.SubF, Stash)
+        """
+        rules.check_stash_write(self.stage, self.stash, None)
+        stashed = _Stashed(self.stream.data, self.stream.layout, self.dtype, self.way)
+        return self._recorded(self._with(self.stage, self.stream.data, stash=stashed), "vector_stash")
+
+    @user_facing
+    def vector_reinterpret(self, dtype: DType) -> VectorStream:
+        """Read the stream's bits as the other 32-bit scalar (i32 ↔ f32): no instruction, no ALU, so it
+        keeps the stage and the way.
+
+        s.vector_reinterpret(i32)  # 1.0 → 0x3f800000
+        """
+        rules.check_entry(dtype)
+        target = dtype.storage
+        data = active().elementwise(lambda v: v.view(target), self.stream.data)
+        return self._recorded(self._with(self.stage, data, dtype=dtype), "vector_reinterpret", dtype=dtype)
+
+    @user_facing
+    def vector_filter(self, time: Mapping, guard: object) -> VectorStream:
+        """Keep the elements whose tag `guard` admits. Upstream's body is `todo!()`, so this refuses.
+
+        s.vector_filter(m["T"], guard)  # error[upstream-undefined]
+        """
+        raise VerifyError("upstream-undefined", "vector_filter: upstream does not define its meaning yet (`todo!()`)")
+
+    # ---- the inter-slice reducer and the exit ----
+
+    @user_facing
+    def vector_inter_slice_reduce(self, op, slice: Mapping, time: Mapping) -> VectorStream:
+        """Fold Slice axes across the slices of a cluster (`InterSliceReduceOpF32.Add`, …): the reduced
+        innermost Slice axes' slots take dummies, fresh axes or Time axes; a Way8 stream results, with
+        fresh tags, ALUs and stash.
+
+        s.vector_init().vector_inter_slice_reduce(InterSliceReduceOpF32.Add, m["W, 1 # 4"], m["1"])
+        """
+        method = "vector_inter_slice_reduce"
+        rules.check_inter_slice_entry(self.stage, self.way)
+        if self.stage != "init" and self.inter_first:
+            raise VerifyError("vector-stage-order", f"`{method}`: the inter-slice reducer runs once per pass")
+        self._op(op, method)
+        s = self.stream
+        rules.check_inter_slice_reduce(s.spatial[2], s.time, slice, time)
+        target = pair(*s.spatial[:2], slice, time, s.packet).factors
+        data = active().reduce(s.data, s.layout.factors, target, lambda a, x: ops.reduce_step(op, a, x),
+                               reduce_identity(op), True)  # fmt: skip
+        stream = s.advanced("vector", s.dtype, time, s.packet, data, slice_=slice)
+        tags = active().zeros(np.dtype(np.uint8), stream.layout.size)
+        result = VectorStream(stream, tags, rules.INTER, 8, frozenset(), None, self.stage == "init")
+        return self._recorded(result, method, op=op, slice=slice, time=time)
+
+    @user_facing
     def vector_final(self) -> Flow:
-        """Leave the Vector Engine (in Way8)."""
+        """Leave the Vector Engine (in Way8).
+
+        s.vector_final().commit_trim(m["A % 8"])
+        """
         if self.way != 8:
             raise VerifyError(
                 "vector-way",
@@ -189,6 +464,19 @@ class VectorStream:
         data = active().relayout(s.data, source, target, False)
         tags = active().relayout(self.tags, source, target, False)
         return self._with(stage, data, way=way, time=time, packet=packet, tags=tags)
+
+
+def _reduce_axis(reduce: object, layout: Mapping, method: str) -> Axis:
+    """The reduce label as an axis of the stream: given as the axis, its name, or a mapping of it alone."""
+    if isinstance(reduce, Axis):
+        return reduce
+    name = next(iter(reduce.axis_names)) if isinstance(reduce, Mapping) and len(reduce.axis_names) == 1 else reduce
+    sizes = {f.atom.name: f.atom.n for f in layout.factors if isinstance(f.atom, SymAtom)}
+    if not isinstance(name, str) or name not in sizes:
+        raise VerifyError(
+            "vector-reduce-label", f"`{method}` names an axis of the stream to reduce, got {reduce!r}"
+        )
+    return Axis(name, sizes[name])
 
 
 def vector_init(stream: Flow) -> VectorStream:

@@ -22,7 +22,7 @@ from furiosa_opt import dtypes
 from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.lir import DM_BASE, Sequencer, sequencer_loops
 from furiosa_opt.dtypes import DType, dtype_by_name
-from furiosa_opt.fold import contraction_plan, fold, fold_through_views, fold_views, widener
+from furiosa_opt.fold import contraction_plan, fold, fold_through_views, fold_views, reduce_fold, widener
 from furiosa_opt.mapping import Mapping
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.mapping.factors import size
@@ -31,7 +31,7 @@ from furiosa_opt.mapping.relayout import check_relayout, live_mask, relaid
 from furiosa_opt.sim.memory import Fault, Loops, Memories
 from furiosa_opt.switch import SwitchConfig, parse_switch_config
 from furiosa_opt.vector import arithmetic
-from furiosa_opt.vector.ops import parse_op
+from furiosa_opt.vector.ops import parse_op, reduce_identity
 from furiosa_opt.verify.contraction import accumulator
 
 ONE = "[1]"
@@ -189,20 +189,74 @@ def _commit_cast(relu: bool) -> Callable:
     return stage
 
 
+def _operand(unit: TensorUnit, stream: Stream, config: dict, command: dict, key: str = "operand") -> np.ndarray:
+    """A Vector Engine operand in the stream's layout: the VRF tensor the config names, what the command's
+    `vector_stash` wrote, or the config's constant."""
+    if "rf" in config and key == "operand":  # a VRF tensor, broadcast into the stream's layout
+        vrf = unit.operand(command, config, "vrf")
+        return relaid(vrf.values, vrf.layout.factors, stream.layout.factors, broadcast=True)
+    if config[key] == "Stash":
+        if "stash" not in unit.pending:
+            raise Fault(f"`{config['stage']}` reads the stash before any `vector_stash` of its command wrote it")
+        values, layout = unit.pending.pop("stash")
+        return relaid(values, layout.factors, stream.layout.factors, broadcast=True)
+    constant = float(config[key]) if stream.dtype.is_float else int(config[key])
+    return np.full(stream.values.shape, constant, dtype=stream.dtype.storage)
+
+
 def _binary(compute: Callable) -> Callable:
     def stage(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
         op, mode = parse_op(config["op"]), parse_op(config["mode"])
-        if "rf" in config:  # a VRF tensor, broadcast into the stream's layout
-            vrf = unit.operand(command, config, "vrf")
-            operand = relaid(vrf.values, vrf.layout.factors, stream.layout.factors, broadcast=True)
-        else:
-            constant = float(config["operand"]) if stream.dtype.is_float else int(config["operand"])
-            operand = np.full(stream.values.shape, constant, dtype=stream.dtype.storage)
+        operand = _operand(unit, stream, config, command)
         with np.errstate(all="ignore"):
             values = compute(op, *arithmetic.apply_arg_mode(mode, stream.values, operand))
         return replace(stream, values=values)
 
     return stage
+
+
+def _ternary(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    op, mode = parse_op(config["op"]), parse_op(config["mode"])
+    first, second = _operand(unit, stream, config, command), _operand(unit, stream, config, command, "operand1")
+    values = arithmetic.fp_ternary(op, *arithmetic.apply_arg_mode(mode, stream.values, first, second))
+    return replace(stream, values=values)
+
+
+def _stash(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    unit.pending["stash"] = (stream.values, stream.layout)
+    return stream
+
+
+def _reinterpret(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    dtype = dtype_by_name(config["dtype"])
+    return replace(stream, values=stream.values.view(dtype.storage), dtype=dtype)
+
+
+def _reducer(op) -> tuple[Callable, object]:
+    return (lambda acc, x: arithmetic.reduce_step(op, acc, x)), reduce_identity(op)
+
+
+def _intra_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    """Each slice folds the reduced axis out of its time steps and packets (`fold.reduce_fold`)."""
+    time, packet = unit.mapping(config["time"]), unit.mapping(config["packet"])
+    step, identity = _reducer(parse_op(config["op"]))
+    values = reduce_fold(stream.values, stream.layout.factors, pair(time, packet).factors, step, identity, False)
+    return replace(stream, values=values, time=time, packet=packet)
+
+
+def _inter_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    """Each cluster folds the reduced Slice axes across its slices into the output slices."""
+    per_cluster = RNGD.slices_per_cluster
+    in_slice, out_slice = unit.mapping(config["in_slice"]), unit.mapping(config["slice"])
+    time = unit.mapping(config["time"])
+    clusters = stream.values.reshape(-1, per_cluster, stream.layout.size)
+    source = clusters[:, : in_slice.size].reshape(clusters.shape[0], -1)
+    target = pair(out_slice, time, stream.packet)
+    step, identity = _reducer(parse_op(config["op"]))
+    reduced = reduce_fold(source, pair(in_slice, stream.layout).factors, target.factors, step, identity, True)
+    out = np.zeros((clusters.shape[0], per_cluster, target.size // out_slice.size), dtype=stream.values.dtype)
+    out[:, : out_slice.size] = reduced.reshape(clusters.shape[0], out_slice.size, -1)
+    return replace(stream, values=out.reshape(stream.values.shape[0], -1), time=time)
 
 
 def _elementwise(convert: Callable, dtype: DType | None = None) -> Callable:
@@ -320,6 +374,12 @@ HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/s
     "vector_fxp": _binary(arithmetic.fxp),
     "vector_fp_binary": _binary(arithmetic.fp_binary),
     "vector_clip": _binary(arithmetic.clip),
+    "vector_fp_ternary": _ternary,
+    "vector_fp_div": _binary(arithmetic.fp_binary),
+    "vector_intra_slice_reduce": _intra_slice_reduce,
+    "vector_inter_slice_reduce": _inter_slice_reduce,
+    "vector_stash": _stash,
+    "vector_reinterpret": _reinterpret,
     "vector_fp_unary": _elementwise(lambda v, c: arithmetic.fp_unary(parse_op(c["op"]), v)),
     "vector_fxp_to_fp": _elementwise(lambda v, c: dtypes.fxp_to_fp(v, int(c["int_width"])), dtypes.f32),
     "vector_fp_to_fxp": _elementwise(lambda v, c: dtypes.fp_to_fxp(v, int(c["int_width"])), dtypes.i32),

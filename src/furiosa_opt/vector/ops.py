@@ -44,6 +44,7 @@ __all__ = [
     "LaneMode",
     "LogicBinaryOpF32",
     "LogicBinaryOpI32",
+    "Stash",
     "TagMode",
     "TernaryArgMode",
     "all_ops",
@@ -439,6 +440,25 @@ class TagMode:
 TagMode.Zero = TagMode("Zero")
 
 
+# ---- the stash operand ---------------------------------------------------------------------------
+
+
+class _StashOperand:
+    """`Stash`: the operand that reads what `vector_stash` wrote earlier in the same pass — once, at the
+    scalar and way it was written in (upstream's `Stash`; the operand register, read on the rf port).
+
+        s.vector_stash().vector_fp_unary(FpUnaryOp.Exp).vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), Stash)
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "Stash"
+
+
+Stash = _StashOperand()
+
+
 # ---- static tables -------------------------------------------------------------------------------
 
 _ALU: dict[object, Alu | None] = {
@@ -570,7 +590,7 @@ def all_ops() -> tuple[object, ...]:
     return tuple(ops)
 
 
-_OP_TEXT = re.compile(r"[A-Z][A-Za-z0-9]*\.[A-Za-z_][A-Za-z0-9_]*(\(.*\))?\Z")
+_OP_TEXT = re.compile(r"[A-Z][A-Za-z0-9]*\.[A-Za-z_][A-Za-z0-9_]*(\(.*\))?\Z|Stash\Z")
 
 
 def parse_op(text: str) -> object:

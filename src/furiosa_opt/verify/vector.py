@@ -1,5 +1,6 @@
-"""Rules of the Vector Engine: entry types, stage order and way, one use per ALU, narrow/widen shapes
-(spec/compute.md §6.1–§6.5, upstream `verify/engine/vector`)."""
+"""Rules of the Vector Engine: entry types, stage order and way, one use per ALU, the stash's write-once
+read-once states, narrow/widen and intra-slice reduce shapes (upstream `verify/engine/vector`), and the
+inter-slice reducer's shape rules, which upstream's book documents but no upstream code checks."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from furiosa_opt import dtypes
 from furiosa_opt.arch import RNGD
 from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DType
-from furiosa_opt.mapping import Mapping
-from furiosa_opt.mapping.algebra import is_padding, padded, pair, split_at
+from furiosa_opt.mapping import Mapping, MappingError, m
+from furiosa_opt.mapping.algebra import divide_exact, divide_relaxed, is_padding, padded, pair, split_at
+from furiosa_opt.mapping.factors import symbols
+from furiosa_opt.mapping.refine import describe_subdigit, refine
 
 # The intra-slice chain, in order: stage → (rank, way it needs, whether it may repeat).
 STAGES = {
@@ -19,12 +22,26 @@ STAGES = {
     "fxp_to_fp": (4, 8, False),
     "narrow": (5, 8, False),
     "fp": (6, 4, True),
+    "reduce": (7, 4, False),
     "fp_div": (8, 4, False),
     "widen": (9, 4, False),
     "fp_to_fxp": (10, 8, False),
     "clip": (11, 8, True),
+    "inter_reduce": (12, 8, False),  # the inter-slice reducer: entered by its own rules (check_inter_slice_entry)
 }
+MODIFIERS = ("stash", "reinterpret")  # stages that keep the chain where it is
 HALF = RNGD.ve_lanes // 2
+STASHABLE = ("tag", "logic", "fxp", "narrow", "fp", "fp_div", "clip")  # where `vector_stash` may write
+TO_INTER_SLICE = (
+    "init",
+    "logic",
+    "fxp",
+    "fxp_to_fp",
+    "widen",
+    "fp_to_fxp",
+    "clip",
+)  # may enter the inter-slice reducer
+INTER = "inter_reduce"  # the stage after the inter-slice reducer (its slot in STAGES)
 
 
 def _show(mapping: Mapping) -> str:
@@ -36,19 +53,33 @@ def check_entry(dtype: DType) -> None:
         raise VerifyError("vector-dtype", f"vector_init: the Vector Engine computes on i32 or f32, not {dtype}")
 
 
-def check_stage(current: str, way: int, method: str, stage: str) -> None:
-    """`stage` may follow `current` if it lies later in the chain (or repeats), at the right way."""
+def check_stage(current: str, way: int, method: str, stage: str, inter_first: bool = False) -> None:
+    """`stage` may follow `current` if it lies later in the chain (or repeats), at the right way. The
+    chain starts with the tag unit; after the inter-slice reducer it may start again only when the
+    reducer came first (InterFirst)."""
+    if current == INTER:
+        if stage != "tag" or not inter_first:
+            raise VerifyError(
+                "vector-stage-order",
+                f"`{method}` cannot follow the inter-slice reducer"
+                + ("" if inter_first else " when the intra-slice chain came first (IntraFirst)"),
+                notes=("after an IntraFirst inter-slice reduce only vector_final may follow; after an InterFirst "
+                       "one, vector_intra_slice_tag starts the intra-slice chain",),
+            )  # fmt: skip
+        return
     rank, need, repeats = STAGES[stage]
     now = STAGES[current][0]
-    if now > rank or (now == rank and not repeats):
-        later = [s for s, (r, _, rep) in STAGES.items() if r > now or (r == now and rep)]
+    if (current == "init" and stage != "tag") or now > rank or (now == rank and not repeats):
+        later = (
+            ["tag"] if current == "init" else [s for s, (r, _, rep) in STAGES.items() if r > now or (r == now and rep)]
+        )
         raise VerifyError(
             "vector-stage-order",
             f"`{method}` cannot follow the {current} stage of the Vector Engine",
             notes=(
                 f"after {current} come: {', '.join(later) or 'only vector_final'}",
-                "the intra-slice chain runs tag → logic → fxp → fxp_to_fp → narrow → fp → fp_div → widen → "
-                "fp_to_fxp → clip",
+                "the intra-slice chain runs tag → logic → fxp → fxp_to_fp → narrow → fp → intra-slice reduce → "
+                "fp_div → widen → fp_to_fxp → clip",
             ),
         )
     if way != need:
@@ -134,3 +165,137 @@ def _equal(method: str, what: str, expected: Mapping, got: Mapping) -> None:
             f"vector-{what}-mismatch",
             f"{method}: {what} mismatch. Expected: {_show(expected)}, got: {_show(got)}",
         )
+
+
+# ---- the stash: write once, read once ----
+
+
+def check_stash_write(stage: str, state: object, empty: object) -> None:
+    """`vector_stash` writes the operand register: at a stashable stage, once."""
+    if stage not in STASHABLE:
+        raise VerifyError(
+            "vector-stash-stage",
+            f"vector_stash cannot write at the {stage} stage",
+            notes=(f"the stash is written at {', '.join(STASHABLE)}",),
+        )
+    if state is not empty:
+        raise VerifyError(
+            "vector-stash-twice",
+            "vector_stash: the stash is written once per Vector Engine pass, and it already was",
+            notes=("read it with the `Stash` operand; a stash that was read cannot be written again",),
+        )
+
+
+def check_stash_read(state: object, dtype: DType, way: int, method: str) -> None:
+    """A `Stash` operand reads what `vector_stash` wrote, once, at the scalar and way it was written in."""
+    if state is None:
+        raise VerifyError("vector-stash-empty", f"`{method}` reads the stash, but no vector_stash wrote it")
+    if isinstance(state, str):
+        raise VerifyError("vector-stash-read-twice", f"`{method}` reads the stash a second time; a stash is read once")
+    if (state.dtype, state.way) != (dtype, way):
+        raise VerifyError(
+            "vector-stash-type",
+            f"`{method}`: the stash holds a Way{state.way} {state.dtype} stream, this one is Way{way} {dtype}",
+        )
+
+
+# ---- reducers ----
+
+
+def check_intra_slice_reduce(
+    time: Mapping, packet: Mapping, out_time: Mapping, out_packet: Mapping, label: str
+) -> None:
+    """`[out_time, out_packet]` divides `[time, packet]` exactly, every reduced axis is `label` and none
+    survives, and the packet is kept or collapses to lane 0 (`[1 # 4]`) (upstream `config_reduce_label`)."""
+    whole, kept = pair(time, packet), pair(out_time, out_packet)
+    try:
+        terms = divide_exact(whole, kept)
+    except MappingError as error:
+        raise VerifyError(
+            "vector-reduce-indivisible",
+            f"[Intra-slice reduce] divide failed: output shape must divide input shape: {error}",
+        ) from None
+    quotient = divide_relaxed(whole, kept).dividend_residue
+    if not symbols(quotient.factors) <= {label}:
+        raise VerifyError(
+            "vector-reduce-label",
+            f"IntraSliceReduce: all reduced axes must match the specified reduce_label {label}, got quotient "
+            f"`{quotient}`",
+        )
+    if any(label in t.idents for t in terms):
+        raise VerifyError(
+            "vector-reduce-not-fully-reduced",
+            f"IntraSliceReduce: all the reduce axes must be fully reduced, but reduce_label {label} is still "
+            "present in a retained axis",
+        )
+    if out_packet != packet and out_packet != m["1 # 4"]:
+        raise VerifyError(
+            "vector-reduce-packet",
+            f"IntraSliceReduce: Packet should be either preserved or reduced to 4 (for partial reduction), got "
+            f"Packet `{packet}` -> OutPacket `{out_packet}`",
+        )
+
+
+def check_inter_slice_entry(stage: str, way: int) -> None:
+    if stage not in TO_INTER_SLICE:
+        raise VerifyError(
+            "vector-stage-order",
+            f"vector_inter_slice_reduce cannot follow the {stage} stage of the Vector Engine",
+            notes=(f"the inter-slice reducer is entered from {', '.join(TO_INTER_SLICE)}",),
+        )
+    if way != RNGD.ve_lanes:
+        raise VerifyError(
+            "vector-way", f"vector_inter_slice_reduce needs a Way8 stream, this one is Way{way}",
+            notes=("widen it first (vector_widen_concat / vector_widen_pad)",),
+        )  # fmt: skip
+
+
+def check_inter_slice_reduce(in_slice: Mapping, time: Mapping, out_slice: Mapping, out_time: Mapping) -> int:
+    """The book's four rules (no upstream code checks them): the reduced Slice axes are its innermost
+    ones; each slot they free in OutSlice holds a dummy, a fresh axis or an axis promoted from Time, in
+    any order; the Time axes that stay keep their order. The reduction ratio: slices folded into one."""
+    if in_slice.size != out_slice.size:
+        raise VerifyError(
+            "vector-inter-slice-size",
+            f"vector_inter_slice_reduce keeps the slice count: Slice `{in_slice}` has {in_slice.size}, OutSlice "
+            f"`{out_slice}` {out_slice.size}",
+        )
+    ins, times, outs, out_times = refine(in_slice.factors, time.factors, out_slice.factors, out_time.factors)
+    key = lambda d: (d.key, d.cut)  # noqa: E731
+    kept, time_keys = {key(d) for d in outs}, {key(d) for d in times}
+    if moved := [d for d in out_times if key(d) in {key(s) for s in ins}]:
+        raise VerifyError(
+            "vector-inter-slice-time",
+            f"vector_inter_slice_reduce moves no Slice axis into Time: `{_name(moved[0])}` of Slice `{in_slice}` is in "
+            f"OutTime `{out_time}`",
+        )
+    reduced = [d for d in ins if key(d) not in kept]
+    ratio = min((d.pos for d in ins if key(d) in kept), default=in_slice.size)  # the freed slots
+    if any(d.pos >= ratio for d in reduced):
+        raise VerifyError(
+            "vector-inter-slice-innermost",
+            f"vector_inter_slice_reduce reduces the innermost Slice axes: `{in_slice}` keeps "
+            f"{', '.join(f'`{_name(d)}`' for d in ins if key(d) in kept)} but reduces "
+            f"{', '.join(f'`{_name(d)}`' for d in reduced)}",
+        )
+    outer = split_at(in_slice, ratio)[0]
+    if split_at(out_slice, ratio)[0] != outer:
+        raise VerifyError(
+            "vector-inter-slice-kept",
+            f"vector_inter_slice_reduce keeps the other Slice axes in place: expected OutSlice `[{outer}, …]` "
+            f"(with {ratio} slots for dummies, fresh axes or Time axes), got `{out_slice}`",
+        )
+    promoted = {key(d) for d in outs if key(d) in time_keys}
+    staying = [(key(d), d.count) for d in times if key(d) not in promoted]
+    if [(key(d), d.count) for d in out_times] != staying or not kept.isdisjoint({key(d) for d in out_times}):
+        shown = ", ".join(f"`{_name(d)}`" for d in outs if key(d) in promoted) or "none"
+        raise VerifyError(
+            "vector-inter-slice-time",
+            f"vector_inter_slice_reduce keeps the Time axes it does not promote, in order: Time `{time}`, OutTime "
+            f"`{out_time}`, promoted into OutSlice: {shown}",
+        )
+    return ratio
+
+
+def _name(d) -> str:
+    return describe_subdigit(d.key, d.cut, d.count)

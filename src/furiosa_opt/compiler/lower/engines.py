@@ -5,6 +5,8 @@ the engines that need them, from the same rules that accepted the stage (`verify
   `CustomBroadcast`, the routing — for each output slice, the input slice it reads at each of the
   innermost `moved` output time steps (upstream's snoop bitmap), flattened row by row, -1 where the
   output is padding.
+* `vector_inter_slice_reduce`: the input Slice, its time steps and the reduction ratio (slices folded
+  into one, the ring the reducer's tail crosses).
 * `transpose`: the Transpose Engine's `in_rows`, `in_cols`, `out_rows`, `packets_per_col`, `valid_size`
   and `iterations`.
 """
@@ -19,6 +21,7 @@ from furiosa_opt.compiler import visa
 from furiosa_opt.compiler.visa import format_attr
 from furiosa_opt.verify.switch import check_switch
 from furiosa_opt.verify.transpose import check_transpose
+from furiosa_opt.verify.vector import check_inter_slice_reduce
 
 
 def _switch(stream, op: visa.Op) -> dict:
@@ -31,8 +34,18 @@ def _switch(stream, op: visa.Op) -> dict:
     return config
 
 
+def _inter_slice_reduce(vector, op: visa.Op) -> dict:
+    stream = vector.stream
+    ratio = check_inter_slice_reduce(stream.spatial[2], stream.time, op.attr("slice"), op.attr("time"))
+    return {"in_slice": format_attr(stream.spatial[2]), "steps": stream.time.size, "ratio": ratio}
+
+
 def _transpose(stream, op: visa.Op) -> dict:
     return asdict(check_transpose(stream.dtype, stream.time, stream.packet, op.attr("time"), op.attr("packet")))
 
 
-DERIVED: dict[str, Callable[[object, visa.Op], dict]] = {"switch": _switch, "transpose": _transpose}
+DERIVED: dict[str, Callable[[object, visa.Op], dict]] = {
+    "switch": _switch,
+    "transpose": _transpose,
+    "vector_inter_slice_reduce": _inter_slice_reduce,
+}
