@@ -473,9 +473,7 @@ def _reduce_axis(reduce: object, layout: Mapping, method: str) -> Axis:
     name = next(iter(reduce.axis_names)) if isinstance(reduce, Mapping) and len(reduce.axis_names) == 1 else reduce
     sizes = {f.atom.name: f.atom.n for f in layout.factors if isinstance(f.atom, SymAtom)}
     if not isinstance(name, str) or name not in sizes:
-        raise VerifyError(
-            "vector-reduce-label", f"`{method}` names an axis of the stream to reduce, got {reduce!r}"
-        )
+        raise VerifyError("vector-reduce-label", f"`{method}` names an axis of the stream to reduce, got {reduce!r}")
     return Axis(name, sizes[name])
 
 
