@@ -68,3 +68,22 @@ def test_tensor_methods_of_the_contract():
     ]:
         for method in methods:
             assert callable(getattr(cls, method)), f"{cls.__name__}.{method}"
+
+
+def test_all_is_the_language_and_its_vocabulary():
+    """`__all__` holds every op enum and value type of vector/ops.py a kernel names, every scalar type,
+    SwitchConfig, and the names a kernel calls; every stage of the table is a method those names reach."""
+    from furiosa_opt.dtypes import ALL_DTYPES
+    from furiosa_opt.lang.contraction import Contraction
+    from furiosa_opt.lang.stream import Stream
+    from furiosa_opt.lang.vector import VectorStream
+    from furiosa_opt.stages import STAGES
+    from furiosa_opt.vector import ops
+
+    helpers = {"Alu", "all_ops", "alu_of", "reduce_identity", "scalar_dtype"}  # the checkers' tables, not kernel names
+    assert set(ops.__all__) - helpers <= set(furiosa_opt.__all__)
+    assert {d.name for d in ALL_DTYPES} <= set(furiosa_opt.__all__)
+    assert {"SwitchConfig", "Stash", "TernaryArgMode", "FpDivBinaryOp"} <= set(furiosa_opt.__all__)
+    assert not helpers & set(furiosa_opt.__all__)
+    reachable = {n for cls in (furiosa_opt.TuContext, Stream, VectorStream, Contraction) for n in dir(cls)}
+    assert set(STAGES) <= reachable
