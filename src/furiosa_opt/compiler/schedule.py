@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from furiosa_opt.compiler.lir import Buffer, Lir
-from furiosa_opt.compiler.resource import Costed, cost, switch_cycles, transpose_cycles
+from furiosa_opt.compiler.resource import Costed, cost, inter_slice_reduce_cycles, switch_cycles, transpose_cycles
 from furiosa_opt.switch import parse_switch_config
 
 LANES = {"main": "Main", "sub": "Sub", "ve": "VE", "tdma": "TDMA", "pdma": "PDMA"}
@@ -143,6 +143,8 @@ def _stage_label(config: dict) -> str:
     if config["stage"] == "transpose":
         shape = f"{config['in_rows']}×{config['in_cols']} → {config['out_rows']} rows, ×{config['iterations']}"
         return f"transpose[{shape}: {transpose_cycles(config)} cycles]"
+    if config["stage"] == "vector_inter_slice_reduce":
+        return f"vector_inter_slice_reduce[{config['ratio']} slices: {inter_slice_reduce_cycles(config)} cycles]"
     return config["stage"]
 
 
