@@ -24,6 +24,7 @@ import pytest
 from backends import backend, compiled
 
 from furiosa_opt import Context, HbmTensor, HostTensor
+from furiosa_opt.compiler.driver import compile_kernel, compile_visa
 from furiosa_opt.lang.device import DeviceFunction
 from furiosa_opt.lang.tensors import TensorView
 
@@ -151,3 +152,19 @@ def test_the_harness_finds_kernels_everywhere():
     assert any(i.startswith("base_template.kernel.gemm_kernel") for i in KERNELS)
     assert sum(i.startswith("tests.upstream.") for i in KERNELS) >= 30
     assert REFUSED >= 20
+
+
+@pytest.mark.parametrize("identity", sorted(KERNELS))
+def test_visa_text_replays_to_itself(identity, tmp_path):
+    """Stage 1 for every kernel the harness knows: the printed vISA parses and replays through the language
+    to the same text, whatever stages it uses."""
+    kernel, _ = KERNELS[identity]
+    traced = compile_kernel(kernel)
+    if not traced.ok:
+        assert _expected(identity), traced.diagnostics
+        pytest.skip("refused by the compiler on purpose (see EXPECTED_FAILURES)")
+    path = tmp_path / "kernel.visa"
+    path.write_text(traced.visa_text)
+    replayed = compile_visa(path)
+    assert replayed.ok, replayed.diagnostics
+    assert replayed.visa_text == traced.visa_text

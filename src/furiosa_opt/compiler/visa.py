@@ -181,7 +181,8 @@ class _Reader:
             if not number.isdigit():
                 raise VisaSyntaxError(line, f"expected `// file:line`, got `// {loc_text}`")
             loc = Loc(file, int(number))
-        head, eq, rhs = body.partition(" = ") if " = " in body else ("", "", body)
+        sides = _split_top(body, " = ")  # a mapping may hold ` = ` itself (`[B = 4 # 8]`)
+        head, eq, rhs = (sides[0], " = ", " = ".join(sides[1:])) if len(sides) > 1 else ("", "", body)
         results = tuple(self.value(v, line) for v in _split_top(head, ", ")) if eq else ()
         words = _split_top(rhs.strip(), " ")
         if not words:
