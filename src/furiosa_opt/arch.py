@@ -36,6 +36,7 @@ class Rngd:
     temporal_accumulator_cols: int = 32  # packet bound after the packet reducer
     accumulator_cells: int = 1024  # contract_lane accumulator buffer
     ve_lanes: int = 8  # Vector Engine flit in i32/f32 elements (Way8)
+    ve_reduce_slots: int = 8  # intra-slice reduce accumulator slots: InnerTime::SIZE ≤ 8 (intra-slice-reduce.md)
 
     # ---- Switch Engine (computing-tensors/switch-engine.md): one ring router per slice of a cluster
     switch_ring_slices: int = 256

@@ -21,15 +21,14 @@ Differences from the book:
   `test_per_slice_input_cannot_be_dmaed_directly`), so the kernel moves a plain 32-long axis `Q32` into DM with
   the same shape and relabels it (`DmTensor.reshape`) as R13's padded layout. The 19 cells past R = 12 then
   hold real numbers from Q32 that the reduce must skip, which is the book's point (padding holds arbitrary data).
-  The CPU backend skips them; the simulator folds slice 1's three padding cells in (a strict xfail records it),
-  so the differential harness feeds this kernel the book's other strategy, identity padding
-  (`differential_inputs`), under which both readings agree.
+  Both backends skip them: the fold reads the Slice with Time and Packet, since which cells are padding
+  differs from slice to slice (`test_reduce_slice_time_packet_on_the_simulator`).
 * The book says a packet reduce is a 2-level tree `op(op(a, b), op(c, d))`; upstream's CPU backend (and ours)
   folds the four lanes sequentially from the identity. The oracles follow upstream's backend, and
   `test_reduce_packet_add_f32` shows that the tree order would differ on this input.
 * `invalid_too_many_slots` is not a kernel: the book says the call is rejected (12 accumulator slots, 8
-  available), but neither upstream's code nor ours checks that limit, so its refusal is a strict xfail on a
-  kernel-free stream.
+  available). Upstream's code does not check that limit; ours does (`vector-reduce-slots`), on a kernel-free
+  stream here.
 
 Padding identities: `test_reduce_time_packet_padding_lanes_hold_minus_infinity` shows f32 Max's `-inf` in lanes
 1..3 of the `[1 # 4]` packet right after the reducer; the kernel cannot commit them as they are, because
@@ -252,15 +251,6 @@ def padded_with_the_identity(rng: np.random.Generator) -> np.ndarray:
     return q
 
 
-def differential_inputs(kernel, ctx: Context, rng: np.random.Generator):
-    """The differential harness feeds the per-slice kernel identity-padded input: the simulator does not yet
-    skip a padding cell that only some slices have (`test_reduce_slice_time_packet_on_the_simulator`), and
-    with random padding the two backends would differ on about a third of the seeds."""
-    if kernel is not reduce_slice_time_packet:
-        return None
-    return (HostTensor.from_numpy(padded_with_the_identity(rng), i32, m["Q32"]).to_hbm(ctx.pdma),)
-
-
 # ---- inter-slice tests ----------------------------------------------------------------------------------------
 
 
@@ -354,7 +344,7 @@ def test_reduce_slice_time_packet_skips_padding():
 
 
 def test_reduce_slice_time_packet_identity_padding():
-    """The input the differential harness uses: with identity padding both readings of the padding agree."""
+    """The book's other strategy, identity padding: folding a padding cell or not gives the same minimum."""
     q = padded_with_the_identity(np.random.default_rng(10))
     with Context.acquire() as ctx:
         out = launch(reduce_slice_time_packet, ctx, HostTensor.from_numpy(q, i32, m["Q32"]).to_hbm(ctx.pdma))
@@ -363,12 +353,9 @@ def test_reduce_slice_time_packet_identity_padding():
     np.testing.assert_array_equal(image[:2, 0], [q[0:8].min(), q[8:16].min()])  # padding folded or not
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the simulator folds R13's padding cells 13..15 into slice 1's Min (a padding that only some slices "
-    "have: the book's per-slice valid count); the CPU backend skips them",
-)
 def test_reduce_slice_time_packet_on_the_simulator():
+    """Padding that only some slices have (slice 1 holds R = 8..12 and three padding cells) is skipped on the
+    simulator too."""
     q = adversarial_q32()
     with backend("npu") as launch_npu, Context.acquire() as ctx:
         out = launch_npu(reduce_slice_time_packet, ctx, HostTensor.from_numpy(q, i32, m["Q32"]).to_hbm(ctx.pdma))
@@ -388,11 +375,6 @@ def test_per_slice_input_cannot_be_dmaed_directly():
     assert "is 1 elements = 4 bytes" in info.value.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the book rejects an intra-slice reduce needing more than 8 accumulator slots (InnerTime::SIZE = 12 "
-    "here); verify/vector.py does not check that limit (upstream's code does not either)",
-)
 def test_invalid_too_many_slots_is_refused():
     """The book's `invalid_too_many_slots`: Time `[R16, A6 % 3, B16 % 4]` → OutTime `[A6 % 3, B16 % 4]`, so the
     12 cells inside the outermost reduced axis each need their own accumulator slot; the book says it is rejected."""
@@ -406,5 +388,7 @@ def test_invalid_too_many_slots_is_refused():
             .vector_intra_slice_tag(TagMode.Zero)
             .vector_narrow_trim(m["B16 / 4"])
         )
-        with pytest.raises(VerifyError):
+        with pytest.raises(VerifyError) as info:
             stream.vector_intra_slice_reduce(IntraSliceReduceOpI32.AddSat, R16, m["A6 % 3, B16 % 4"], m["B16 / 4"])
+    assert info.value.rule == "vector-reduce-slots"
+    assert "12 accumulator slots required" in info.value.message

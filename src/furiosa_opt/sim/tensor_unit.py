@@ -237,26 +237,33 @@ def _reducer(op) -> tuple[Callable, object]:
 
 
 def _intra_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
-    """Each slice folds the reduced axis out of its time steps and packets (`fold.reduce_fold`)."""
+    """Each slice folds the reduced axis out of its time steps and packets (`fold.reduce_fold`). The fold
+    reads the slices' layout too: which cells are padding may differ from slice to slice."""
+    slices = unit.mapping(config["in_slice"])
     time, packet = unit.mapping(config["time"]), unit.mapping(config["packet"])
-    step, identity = _reducer(parse_op(config["op"]))
-    values = reduce_fold(stream.values, stream.layout.factors, pair(time, packet).factors, step, identity, False)
-    return replace(stream, values=values, time=time, packet=packet)
+    return _cluster_reduce(stream, config, slices, slices, time, packet, broadcast=False)
 
 
 def _inter_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
     """Each cluster folds the reduced Slice axes across its slices into the output slices."""
-    per_cluster = RNGD.slices_per_cluster
     in_slice, out_slice = unit.mapping(config["in_slice"]), unit.mapping(config["slice"])
-    time = unit.mapping(config["time"])
+    return _cluster_reduce(stream, config, in_slice, out_slice, unit.mapping(config["time"]), stream.packet, True)
+
+
+def _cluster_reduce(
+    stream: Stream, config: dict, in_slice: Mapping, out_slice: Mapping, time: Mapping, packet: Mapping, broadcast: bool
+) -> Stream:
+    """The stream of each cluster's slices `[in_slice, time, packet]` folded into `[out_slice, time, packet]`."""
+    per_cluster = RNGD.slices_per_cluster
     clusters = stream.values.reshape(-1, per_cluster, stream.layout.size)
     source = clusters[:, : in_slice.size].reshape(clusters.shape[0], -1)
-    target = pair(out_slice, time, stream.packet)
+    target = pair(out_slice, time, packet)
     step, identity = _reducer(parse_op(config["op"]))
-    reduced = reduce_fold(source, pair(in_slice, stream.layout).factors, target.factors, step, identity, True)
+    whole = pair(in_slice, stream.time, stream.packet)  # one pair: a composite may span slice and time
+    reduced = reduce_fold(source, whole.factors, target.factors, step, identity, broadcast)
     out = np.zeros((clusters.shape[0], per_cluster, target.size // out_slice.size), dtype=stream.values.dtype)
     out[:, : out_slice.size] = reduced.reshape(clusters.shape[0], out_slice.size, -1)
-    return replace(stream, values=out.reshape(stream.values.shape[0], -1), time=time)
+    return replace(stream, values=out.reshape(stream.values.shape[0], -1), time=time, packet=packet)
 
 
 def _elementwise(convert: Callable, dtype: DType | None = None) -> Callable:

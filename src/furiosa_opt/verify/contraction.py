@@ -196,7 +196,7 @@ def check_contract_lane(
             "contract-lane-time-mismatch",
             f"contract_lane ({mode}): OutTime mismatch. Expected {_show(expected_time)}, got {_show(out_time)}",
         )
-    inner = _inner_time(pre_reduce_time, time)
+    inner = inner_time(pre_reduce_time, time)
     padded_lane, padded_packet = (
         (-(-lane.size // lanes) * lanes, packet.size)
         if mode == "Interleaved"
@@ -211,8 +211,9 @@ def check_contract_lane(
         )
 
 
-def _inner_time(pre_reduce_time: Mapping, time: Mapping) -> int:
-    """The retained time cells inner to the outermost reduced axis (what the accumulator holds)."""
+def inner_time(pre_reduce_time: Mapping, time: Mapping) -> int:
+    """The retained time cells inner to the outermost reduced axis (what a temporal accumulator holds: the
+    contraction's, and the Vector Engine's intra-slice reducer's)."""
     boundaries = sorted(
         _boundaries(pre_reduce_time, divide_exact(pre_reduce_time, time)),
         key=lambda pair_: -pair_[0].dividend_stride,

@@ -12,6 +12,7 @@ from furiosa_opt.mapping import Mapping, MappingError, m
 from furiosa_opt.mapping.algebra import divide_exact, divide_relaxed, is_padding, padded, pair, split_at
 from furiosa_opt.mapping.factors import symbols
 from furiosa_opt.mapping.refine import describe_subdigit, refine
+from furiosa_opt.verify.contraction import inner_time
 
 # The intra-slice chain, in order: stage → (rank, way it needs, whether it may repeat).
 STAGES = {
@@ -206,7 +207,9 @@ def check_intra_slice_reduce(
     time: Mapping, packet: Mapping, out_time: Mapping, out_packet: Mapping, label: str
 ) -> None:
     """`[out_time, out_packet]` divides `[time, packet]` exactly, every reduced axis is `label` and none
-    survives, and the packet is kept or collapses to lane 0 (`[1 # 4]`) (upstream `config_reduce_label`)."""
+    survives, and the packet is kept or collapses to lane 0 (`[1 # 4]`) (upstream `config_reduce_label`);
+    the retained cells inside the outermost reduced axis fit the accumulator's 8 slots (the book's rule,
+    which upstream's code does not check)."""
     whole, kept = pair(time, packet), pair(out_time, out_packet)
     try:
         terms = divide_exact(whole, kept)
@@ -233,6 +236,14 @@ def check_intra_slice_reduce(
             "vector-reduce-packet",
             f"IntraSliceReduce: Packet should be either preserved or reduced to 4 (for partial reduction), got "
             f"Packet `{packet}` -> OutPacket `{out_packet}`",
+        )
+    slots = inner_time(time, out_time)
+    if slots > RNGD.ve_reduce_slots:
+        raise VerifyError(
+            "vector-reduce-slots",
+            f"IntraSliceReduce: {slots} accumulator slots required (the OutTime cells inside the outermost "
+            f"reduced axis), but only {RNGD.ve_reduce_slots} are available",
+            notes=("move the reduced axis inward in Time, or reduce fewer retained cells per pass",),
         )
 
 

@@ -5,6 +5,7 @@ the engines that need them, from the same rules that accepted the stage (`verify
   `CustomBroadcast`, the routing — for each output slice, the input slice it reads at each of the
   innermost `moved` output time steps (upstream's snoop bitmap), flattened row by row, -1 where the
   output is padding.
+* `vector_intra_slice_reduce`: the Slice, since which cells are padding may differ between slices.
 * `vector_inter_slice_reduce`: the input Slice, its time steps and the reduction ratio (slices folded
   into one, the ring the reducer's tail crosses).
 * `transpose`: the Transpose Engine's `in_rows`, `in_cols`, `out_rows`, `packets_per_col`, `valid_size`
@@ -40,6 +41,10 @@ def _inter_slice_reduce(vector, op: visa.Op) -> dict:
     return {"in_slice": format_attr(stream.spatial[2]), "steps": stream.time.size, "ratio": ratio}
 
 
+def _intra_slice_reduce(vector, op: visa.Op) -> dict:
+    return {"in_slice": format_attr(vector.stream.spatial[2])}
+
+
 def _transpose(stream, op: visa.Op) -> dict:
     return asdict(check_transpose(stream.dtype, stream.time, stream.packet, op.attr("time"), op.attr("packet")))
 
@@ -47,5 +52,6 @@ def _transpose(stream, op: visa.Op) -> dict:
 DERIVED: dict[str, Callable[[object, visa.Op], dict]] = {
     "switch": _switch,
     "transpose": _transpose,
+    "vector_intra_slice_reduce": _intra_slice_reduce,
     "vector_inter_slice_reduce": _inter_slice_reduce,
 }
