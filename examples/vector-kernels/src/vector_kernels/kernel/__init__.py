@@ -1,0 +1,1 @@
+"""The vector-kernels kernels: one `@device` function per module."""
