@@ -1,7 +1,6 @@
 """rmsnorm_kernel against the sequential-f32 oracle (bit for bit) and float64 (rtol 1e-5)."""
 
 import numpy as np
-import pytest
 
 from furiosa_opt import *
 from furiosa_opt import runtime
@@ -76,12 +75,6 @@ def add_eps(ctx: Context, x: HbmTensor[f32, m["1"], m["A"]]) -> HbmTensor[f32, m
     return out.to_hbm(ctx.tdma, m["A"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="src bug: the vISA reader (compiler/attrs.py parse_attr) refuses float constants printed without a "
-    "'.' or with 'e+' (repr gives `1e-06`, `1e+16`); rmsnorm_kernel uses upstream's 6.25e-8, which prints as "
-    "`6.25e-08` and replays",
-)
 def test_an_eps_of_1e_6_replays_from_its_visa_text(tmp_path):
     traced = compile_kernel(add_eps)
     assert traced.ok, traced.diagnostics

@@ -17,7 +17,7 @@ import numpy as np
 from furiosa_opt.fold import ContractionPlan, contraction_plan, fold, fold_through_views, fold_views, reduce_fold
 from furiosa_opt.mapping import views
 from furiosa_opt.mapping.evaluate import evaluate
-from furiosa_opt.mapping.factors import Factors, size
+from furiosa_opt.mapping.factors import Comp, Factors, size
 from furiosa_opt.mapping.relayout import check_relayout, relayout_index
 from furiosa_opt.memo import ByteLru, bytes_cache
 
@@ -120,7 +120,9 @@ def compose(inner: np.ndarray | None, outer: np.ndarray) -> np.ndarray:
 def relayout(buf: Buf, src: Factors, dst: Factors, broadcast: bool, drop: bool = False) -> Buf:
     """`buf` laid out as `dst`: the live cells of `dst` as views of `buf`'s (no copy; padding is zero);
     an index map only where views cannot say it."""
-    if src == dst:  # the same layout: the same values (immutable; a device buffer's are a snapshot)
+    if src == dst and all(f.m == f.e and not isinstance(f.atom, Comp) for f in src):
+        # the same layout without padding: the same values (immutable; a device buffer's are a snapshot).
+        # With padding, the move still zeroes it, as upstream's relayout into a fresh tensor does.
         return buf if isinstance(buf, Buf) else Buf(buf.values())
     check_relayout(src, dst, broadcast, drop)
     view = views.plan(src, dst)

@@ -17,7 +17,7 @@ def parse_attr(text: str) -> object:
     """An attribute value from its text (mappings are read by the vISA reader, which knows the axes)."""
     if re.fullmatch(r"-?\d+", text):
         return int(text)
-    if re.fullmatch(r"-?\d+\.\d*(e-?\d+)?|-?inf|nan", text):
+    if re.fullmatch(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|-?inf|nan", text):  # every float `repr` prints
         return float(text)
     if text in ("None", "True", "False"):
         return {"None": None, "True": True, "False": False}[text]
