@@ -18,9 +18,9 @@ _MODULES = {  # the module that defines each public name; imported on first use
     "HostTensor TensorType TrfTensor VrfTensor",
     "furiosa_opt.mapping": "Axis Cell Mapping MappingError MappingSyntaxError PadKind axes m",
     "furiosa_opt.switch": "SwitchConfig",
-    "furiosa_opt.vector.ops": "BinaryArgMode ClipBinaryOpF32 ClipBinaryOpI32 Cmp FpBinaryOp FpDivBinaryOp FpMulAlu "
+    "furiosa_opt.vector.ops": "BinaryArgMode BitReq Branched ClipBinaryOpF32 ClipBinaryOpI32 Cmp FpBinaryOp FpDivBinaryOp FpMulAlu "
     "FpTernaryOp FpUnaryOp FxpBinaryOp InterSliceReduceOpF32 InterSliceReduceOpI32 IntraSliceReduceOpF32 "
-    "IntraSliceReduceOpI32 LaneMode LogicBinaryOpF32 LogicBinaryOpI32 Stash TagMode TernaryArgMode",
+    "IntraSliceReduceOpI32 LaneMode LogicBinaryOpF32 LogicBinaryOpI32 Stash TagGuard TagMode TernaryArgMode",
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names.split()}
 

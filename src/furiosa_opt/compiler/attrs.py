@@ -27,7 +27,20 @@ def parse_attr(text: str) -> object:
         return dtypes.dtype_by_name(text)
     if text.startswith("SwitchConfig."):
         return parse_switch_config(text)
+    if text.startswith("(") and text.endswith(")"):  # a ternary op's operand pair
+        return tuple(parse_attr(part) for part in _split_pair(text[1:-1]))
     try:
         return vector_ops.parse_op(text)
     except ValueError:
         raise ValueError(f"unknown attribute value `{text}`") from None
+
+
+def _split_pair(text: str) -> list[str]:
+    """The top-level parts of `a, b` (parts may hold parentheses or brackets themselves)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    return [*parts, text[start:].strip()]

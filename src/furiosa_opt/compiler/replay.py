@@ -14,13 +14,29 @@ from furiosa_opt.compiler import visa
 from furiosa_opt.diagnostics import FuriosaOptError, Location, VerifyError
 from furiosa_opt.dtypes import dtype_by_name
 from furiosa_opt.lang.tensors import DmTensor, HbmTensor, HbmTensorView, HbmTensorViewMut
+from furiosa_opt.vector.ops import Branched
 
 A = dict[str, object]
 ARGUMENT_KINDS = {"hbm": HbmTensor, "view": HbmTensorView, "view_mut": HbmTensorViewMut}
 
 
+def _vector_operand(o: list, value: object) -> object:
+    """An operand as the op's text gives it, with the VRF tensor the text lists as an operand in place of
+    its marker (`None`, or `RF` inside a pair or a `Branched`)."""
+    if len(o) < 2:
+        return value
+    if value is None:
+        return o[1]
+    if isinstance(value, tuple):
+        return (o[1], value[1])
+    if isinstance(value, Branched) and value.port:
+        payload = value.port[1]
+        return value.with_port((o[1], payload[1]) if isinstance(payload, tuple) else o[1])
+    return value
+
+
 def _vector_binary(name: str) -> Callable:
-    return lambda o, a: getattr(o[0], name)(a["op"], o[1] if len(o) > 1 else a["operand"], a["mode"])
+    return lambda o, a: getattr(o[0], name)(a["op"], _vector_operand(o, a["operand"]), a["mode"])
 
 
 REPLAY: dict[str, Callable[[list, A], object]] = {
@@ -63,14 +79,14 @@ REPLAY: dict[str, Callable[[list, A], object]] = {
     "vector_clip": _vector_binary("vector_clip"),
     "vector_fxp_to_fp": lambda o, a: o[0].vector_fxp_to_fp(a["int_width"]),
     "vector_fp_to_fxp": lambda o, a: o[0].vector_fp_to_fxp(a["int_width"]),
-    "vector_fp_unary": lambda o, a: o[0].vector_fp_unary(a["op"]),
+    "vector_fp_unary": lambda o, a: o[0].vector_fp_unary(a["op"] if a["guard"] is None else (a["guard"], a["op"])),
     "vector_fp_ternary": lambda o, a: o[0].vector_fp_ternary_with_mode(
-        a["op"], a["mode"], (o[1] if len(o) > 1 else a["operand"], a["operand1"])
+        a["op"], a["mode"], _vector_operand(o, a["operand"])
     ),
     "vector_intra_slice_reduce": lambda o, a: o[0].vector_intra_slice_reduce(
         a["op"], a["axis"], a["time"], a["packet"]
     ),
-    "vector_fp_div": lambda o, a: o[0].vector_fp_div_with_mode(a["mode"], o[1] if len(o) > 1 else a["operand"]),
+    "vector_fp_div": lambda o, a: o[0].vector_fp_div_with_mode(a["mode"], _vector_operand(o, a["operand"])),
     "vector_stash": lambda o, a: o[0].vector_stash(),
     "vector_reinterpret": lambda o, a: o[0].vector_reinterpret(a["dtype"]),
     "vector_inter_slice_reduce": lambda o, a: o[0].vector_inter_slice_reduce(a["op"], a["slice"], a["time"]),

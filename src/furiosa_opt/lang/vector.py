@@ -27,11 +27,14 @@ from furiosa_opt.mapping.factors import SymAtom
 from furiosa_opt.stages import STAGES
 from furiosa_opt.vector import arithmetic as ops
 from furiosa_opt.vector.ops import (
+    RF,
     BinaryArgMode,
+    Branched,
     FpDivBinaryOp,
     FpUnaryOp,
     FxpBinaryOp,
     Stash,
+    TagGuard,
     TagMode,
     TernaryArgMode,
     alu_of,
@@ -154,12 +157,52 @@ class VectorStream:
     def _binary(self, method: str, op, operand: object, mode, compute) -> VectorStream:
         stage = self._enter(method)
         alu = self._op(op, method)
-        values, stash = self._operand(operand, method)
-        data = active().elementwise(lambda s, o: compute(op, *ops.apply_arg_mode(mode, s, o)), self.stream.data, values)
+        combine = lambda x, o: compute(op, *ops.apply_arg_mode(mode, x, o))  # noqa: E731
+        if isinstance(operand, Branched):
+            data, stash = self._branched(operand, method, combine)
+        else:
+            values, stash = self._operand(operand, method)
+            data = active().elementwise(combine, self.stream.data, values)
         result = self._with(stage, data, alu=alu, stash=stash)
-        operands = (self, operand) if isinstance(operand, VrfTensor) else (self,)
-        active().record(method, operands, (result,), op=op, operand=None if len(operands) == 2 else operand, mode=mode)
+        self._record_operand(method, operand, result, op=op, mode=mode)
         return result
+
+    def _branched(self, operand: Branched, method: str, combine) -> tuple[object, object]:
+        """Each element through the first slot whose guard admits its tag (upstream's `apply_slots`); a
+        ternary slot's payload is a pair, its second part a constant."""
+        guards, values, stash, ternary = [], [], self.stash, False
+        for guard, payload in operand.slots:
+            if isinstance(payload, tuple):
+                ternary = True
+                first, second = payload
+                held, stash = self._operand(first, method)
+                values.append((held, self._constant(second, method)))
+            else:
+                held, stash = self._operand(payload, method)
+                values.append(held)
+            guards.append(guard)
+        flat = [v for pair_ in values for v in pair_] if ternary else values
+
+        def apply(stream, tags, *bufs):
+            payloads = list(zip(bufs[::2], bufs[1::2], strict=True)) if ternary else list(bufs)
+            return ops.apply_branched(list(zip(guards, payloads, strict=True)), tags, stream, combine)
+
+        return active().elementwise(apply, self.stream.data, self.tags, *flat), stash
+
+    def _record_operand(self, method: str, operand: object, result: VectorStream, **attrs) -> None:
+        """Record the op; a VRF operand (plain, or a branched port) is an operand of the vISA op, and the
+        printed `Branched` names it `RF`."""
+        tensor = _register_file(operand)
+        if isinstance(operand, Branched) and tensor is not None:
+            payload = operand.port[1]
+            shown = operand.with_port((RF, payload[1]) if isinstance(payload, tuple) else RF)
+        elif isinstance(operand, tuple) and isinstance(operand[0], VrfTensor):
+            shown = (None, operand[1])
+        else:
+            shown = None if isinstance(operand, VrfTensor) else operand
+        operands = (self, tensor) if tensor is not None else (self,)
+        attrs = {"op": attrs["op"], "operand": shown, **{k: v for k, v in attrs.items() if k != "op"}}
+        active().record(method, operands, (result,), **attrs)
 
     # ---- the chain ----
 
@@ -239,14 +282,23 @@ class VectorStream:
 
     @user_facing
     def vector_fp_unary(self, op) -> VectorStream:
-        """A float unary op on an f32 Way4 stream (`FpUnaryOp.Exp`, `Sqrt`, `Sigmoid`, …).
+        """A float unary op on an f32 Way4 stream (`FpUnaryOp.Exp`, `Sqrt`, `Sigmoid`, …), or `(guard, op)`
+        to apply it only where the tag guard admits (elsewhere the value passes through).
 
         s.vector_fp_unary(FpUnaryOp.Exp)
+        s.vector_fp_unary((TagGuard.matches((BitReq.One, BitReq.Ignore, BitReq.Ignore, BitReq.Ignore)), FpUnaryOp.Sqrt))
         """
+        guard, op = op if isinstance(op, tuple) else (None, op)
         slot = self._enter("vector_fp_unary")
         alu = self._op(op, "vector_fp_unary", dtypes.f32)
-        data = active().elementwise(lambda v: ops.fp_unary(op, v), self.stream.data)
-        return self._recorded(self._with(slot, data, alu=alu), "vector_fp_unary", op=op)
+        if guard is None:
+            data = active().elementwise(lambda v: ops.fp_unary(op, v), self.stream.data)
+        else:
+            if not isinstance(guard, TagGuard) or guard.dead:
+                raise VerifyError("vector-branch-guard", f"vector_fp_unary: a guard admitting some tag, got {guard!r}")
+            apply = lambda v, t: np.where(guard.admits(t), ops.fp_unary(op, v), v)  # noqa: E731
+            data = active().elementwise(apply, self.stream.data, self.tags)
+        return self._recorded(self._with(slot, data, alu=alu), "vector_fp_unary", op=op, guard=guard)
 
     @user_facing
     def vector_fp_binary(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
@@ -282,18 +334,21 @@ class VectorStream:
         method = "vector_fp_ternary"
         stage = self._enter(method)
         alu = self._op(op, method, dtypes.f32)
-        if not isinstance(operands, tuple) or len(operands) != 2:
-            raise VerifyError("vector-operand", f"`{method}` takes a pair of operands `(a, b)`, got {operands!r}")
-        first, second = operands
-        values, stash = self._operand(first, method)
-        constant = self._constant(second, method)
-        data = active().elementwise(
-            lambda s, a, b: ops.fp_ternary(op, *ops.apply_arg_mode(mode, s, a, b)), self.stream.data, values, constant
-        )
+        combine = lambda x, pair_: ops.fp_ternary(op, *ops.apply_arg_mode(mode, x, *pair_))  # noqa: E731
+        if isinstance(operands, Branched):
+            data, stash = self._branched(operands, method, combine)
+            shown = operands
+        else:
+            if not isinstance(operands, tuple) or len(operands) != 2:
+                raise VerifyError(
+                    "vector-operand", f"`{method}` takes a pair of operands `(a, b)` or a Branched, got {operands!r}"
+                )
+            values, stash = self._operand(operands[0], method)
+            constant = self._constant(operands[1], method)
+            data = active().elementwise(lambda s, a, b: combine(s, (a, b)), self.stream.data, values, constant)
+            shown = operands
         result = self._with(stage, data, alu=alu, stash=stash)
-        operand_list = (self, first) if isinstance(first, VrfTensor) else (self,)
-        attrs = {"operand": None if len(operand_list) == 2 else first, "operand1": second}
-        active().record(method, operand_list, (result,), op=op, **attrs, mode=mode)
+        self._record_operand(method, shown, result, op=op, mode=mode)
         return result
 
     @user_facing
@@ -464,6 +519,15 @@ class VectorStream:
         data = active().relayout(s.data, source, target, False)
         tags = active().relayout(self.tags, source, target, False)
         return self._with(stage, data, way=way, time=time, packet=packet, tags=tags)
+
+
+def _register_file(operand: object) -> VrfTensor | None:
+    """The VRF tensor an operand reads, if any: plain, a ternary pair's first, or a branched port's."""
+    if isinstance(operand, Branched):
+        operand = operand.port[1] if operand.port else None
+    if isinstance(operand, tuple):
+        operand = operand[0]
+    return operand if isinstance(operand, VrfTensor) else None
 
 
 def _reduce_axis(reduce: object, layout: Mapping, method: str) -> Axis:

@@ -31,7 +31,7 @@ from furiosa_opt.mapping.relayout import check_relayout, live_mask, relaid
 from furiosa_opt.sim.memory import Fault, Loops, Memories
 from furiosa_opt.switch import SwitchConfig, parse_switch_config
 from furiosa_opt.vector import arithmetic
-from furiosa_opt.vector.ops import parse_op, reduce_identity
+from furiosa_opt.vector.ops import RF, Branched, Stash, TagGuard, parse_op, reduce_identity
 from furiosa_opt.verify.contraction import accumulator
 
 ONE = "[1]"
@@ -47,6 +47,7 @@ class Stream:
     dtype: DType
     time: Mapping
     packet: Mapping
+    tags: np.ndarray | None = None  # inside the Vector Engine: each element's 4-bit tag, same shape
 
     @property
     def layout(self) -> Mapping:
@@ -170,8 +171,10 @@ def _relaid(unit: TensorUnit, stream: Stream, config: dict, command: dict | None
     """The stream relaid out over the config's time (if it names one) and packet."""
     time = unit.mapping(config["time"]) if "time" in config else stream.time
     packet = unit.mapping(config["packet"])
-    values = relaid(stream.values, stream.layout.factors, pair(time, packet).factors, False, drop)
-    return replace(stream, values=values, time=time, packet=packet)
+    source, target = stream.layout.factors, pair(time, packet).factors
+    values = relaid(stream.values, source, target, False, drop)
+    tags = None if stream.tags is None else relaid(stream.tags, source, target, False, drop)
+    return replace(stream, values=values, time=time, packet=packet, tags=tags)
 
 
 def _cast(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
@@ -189,37 +192,94 @@ def _commit_cast(relu: bool) -> Callable:
     return stage
 
 
-def _operand(unit: TensorUnit, stream: Stream, config: dict, command: dict, key: str = "operand") -> np.ndarray:
-    """A Vector Engine operand in the stream's layout: the VRF tensor the config names, what the command's
-    `vector_stash` wrote, or the config's constant."""
-    if "rf" in config and key == "operand":  # a VRF tensor, broadcast into the stream's layout
+def _payload(unit: TensorUnit, stream: Stream, config: dict, command: dict, value: object) -> object:
+    """One operand value in the stream's layout: the VRF tensor the config names (`RF`), what the
+    command's `vector_stash` wrote (`Stash`), or a constant; a ternary pair part by part."""
+    if isinstance(value, tuple):
+        return tuple(_payload(unit, stream, config, command, part) for part in value)
+    if value is RF:
         vrf = unit.operand(command, config, "vrf")
         return relaid(vrf.values, vrf.layout.factors, stream.layout.factors, broadcast=True)
-    if config[key] == "Stash":
+    if value is Stash:
         if "stash" not in unit.pending:
             raise Fault(f"`{config['stage']}` reads the stash before any `vector_stash` of its command wrote it")
         values, layout = unit.pending.pop("stash")
         return relaid(values, layout.factors, stream.layout.factors, broadcast=True)
-    constant = float(config[key]) if stream.dtype.is_float else int(config[key])
-    return np.full(stream.values.shape, constant, dtype=stream.dtype.storage)
+    return np.full(stream.values.shape, value, dtype=stream.dtype.storage)
+
+
+def _slots(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> list[tuple]:
+    """The op's operand as branch slots `[(guard, values)]`: a plain operand is one unconditional slot."""
+    text = config["operand"]
+    if text == "None":  # a VRF tensor, the config's `rf`
+        value = RF
+    elif text.startswith("("):
+        value = tuple(RF if part == "None" else _scalar(part) for part in text[1:-1].split(", "))
+    else:
+        value = _scalar(text)
+    if isinstance(value, Branched):
+        return [(guard, _payload(unit, stream, config, command, v)) for guard, v in value.slots]
+    return [(TagGuard.all(), _payload(unit, stream, config, command, value))]
+
+
+def _scalar(text: str) -> object:
+    """A printed operand value: an op-vocabulary value (`Stash`, a `Branched`), an int or a float."""
+    if text[:1].isalpha() and text not in ("inf", "nan"):
+        return parse_op(text)
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+def _branched(unit: TensorUnit, stream: Stream, config: dict, command: dict, combine: Callable) -> Stream:
+    slots = _slots(unit, stream, config, command)
+    tags = stream.tags if stream.tags is not None else np.zeros(stream.values.shape, dtype=np.uint8)
+    with np.errstate(all="ignore"):
+        values = arithmetic.apply_branched(slots, tags, stream.values, combine)
+    return replace(stream, values=values)
 
 
 def _binary(compute: Callable) -> Callable:
     def stage(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
         op, mode = parse_op(config["op"]), parse_op(config["mode"])
-        operand = _operand(unit, stream, config, command)
-        with np.errstate(all="ignore"):
-            values = compute(op, *arithmetic.apply_arg_mode(mode, stream.values, operand))
-        return replace(stream, values=values)
+        return _branched(
+            unit, stream, config, command, lambda x, o: compute(op, *arithmetic.apply_arg_mode(mode, x, o))
+        )
 
     return stage
 
 
 def _ternary(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
     op, mode = parse_op(config["op"]), parse_op(config["mode"])
-    first, second = _operand(unit, stream, config, command), _operand(unit, stream, config, command, "operand1")
-    values = arithmetic.fp_ternary(op, *arithmetic.apply_arg_mode(mode, stream.values, first, second))
+    return _branched(
+        unit,
+        stream,
+        config,
+        command,
+        lambda x, pair_: arithmetic.fp_ternary(op, *arithmetic.apply_arg_mode(mode, x, *pair_)),
+    )
+
+
+def _fp_unary(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    op, guard = parse_op(config["op"]), config["guard"]
+    with np.errstate(all="ignore"):
+        values = arithmetic.fp_unary(op, stream.values)
+        if guard != "None":
+            values = np.where(parse_op(guard).admits(stream.tags), values, stream.values)
     return replace(stream, values=values)
+
+
+def _vector_init(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    return replace(stream, tags=np.zeros(stream.values.shape, dtype=np.uint8))
+
+
+def _tag(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    """The tag unit: each element's comparisons, one bit each (TagMode.Zero: no bit)."""
+    mode = parse_op(config["mode"])
+    if mode.kind == "AxisToggle":
+        raise Unsupported("TagMode.AxisToggle: upstream's compiler rejects it, and the simulator does not run it")
+    return replace(stream, tags=arithmetic.comparison_tags(mode, stream.values))
 
 
 def _stash(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
@@ -261,9 +321,18 @@ def _cluster_reduce(
     step, identity = _reducer(parse_op(config["op"]))
     whole = pair(in_slice, stream.time, stream.packet)  # one pair: a composite may span slice and time
     reduced = reduce_fold(source, whole.factors, target.factors, step, identity, broadcast)
-    out = np.zeros((clusters.shape[0], per_cluster, target.size // out_slice.size), dtype=stream.values.dtype)
-    out[:, : out_slice.size] = reduced.reshape(clusters.shape[0], out_slice.size, -1)
-    return replace(stream, values=out.reshape(stream.values.shape[0], -1), time=time, packet=packet)
+
+    def placed(cells: np.ndarray) -> np.ndarray:
+        out = np.zeros((clusters.shape[0], per_cluster, target.size // out_slice.size), dtype=cells.dtype)
+        out[:, : out_slice.size] = cells.reshape(clusters.shape[0], out_slice.size, -1)
+        return out.reshape(stream.values.shape[0], -1)
+
+    tags = None
+    if stream.tags is not None:  # an intra-slice reduce keeps each output's last tag; the inter-slice one clears them
+        held = stream.tags.reshape(clusters.shape)[:, : in_slice.size].reshape(clusters.shape[0], -1)
+        last = reduce_fold(held, whole.factors, target.factors, lambda acc, x: x, np.uint8(0), broadcast)
+        tags = placed(last if not broadcast else np.zeros_like(last))
+    return replace(stream, values=placed(reduced), time=time, packet=packet, tags=tags)
 
 
 def _elementwise(convert: Callable, dtype: DType | None = None) -> Callable:
@@ -374,8 +443,8 @@ HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/s
     "commit_trim": partial(_relaid, drop=True),
     "commit_cast": _commit_cast(relu=False),
     "commit_cast_relu": _commit_cast(relu=True),
-    "vector_init": _unchanged,  # tags steer no arithmetic the simulator runs
-    "vector_intra_slice_tag": _unchanged,
+    "vector_init": _vector_init,
+    "vector_intra_slice_tag": _tag,
     "vector_final": _unchanged,
     "vector_logic": _binary(arithmetic.logic),
     "vector_fxp": _binary(arithmetic.fxp),
@@ -387,7 +456,7 @@ HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/s
     "vector_inter_slice_reduce": _inter_slice_reduce,
     "vector_stash": _stash,
     "vector_reinterpret": _reinterpret,
-    "vector_fp_unary": _elementwise(lambda v, c: arithmetic.fp_unary(parse_op(c["op"]), v)),
+    "vector_fp_unary": _fp_unary,
     "vector_fxp_to_fp": _elementwise(lambda v, c: dtypes.fxp_to_fp(v, int(c["int_width"])), dtypes.f32),
     "vector_fp_to_fxp": _elementwise(lambda v, c: dtypes.fp_to_fxp(v, int(c["int_width"])), dtypes.i32),
     "vector_narrow_split": _relaid,

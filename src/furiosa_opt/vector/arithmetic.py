@@ -49,6 +49,7 @@ from furiosa_opt.vector.ops import (
 
 __all__ = [
     "apply_arg_mode",
+    "apply_branched",
     "clip",
     "compare",
     "comparison_tags",
@@ -460,6 +461,20 @@ def comparison_tags(mode: TagMode, a) -> np.ndarray:
     for bit, cmp in enumerate(mode.cmps):
         tags |= compare(cmp, x).astype(np.uint8) << np.uint8(bit)
     return tags
+
+
+def apply_branched(slots, tags, stream, combine) -> np.ndarray:
+    """One Vector Engine pass over branched slots ``[(guard, operand), …]``: each element takes the first
+    slot whose guard admits its tag, ``combine(stream, operand)``; an element no slot admits passes
+    through unchanged (first match, as upstream's ``apply_slots``)."""
+    x = np.asarray(stream)
+    out, open_ = x.copy(), np.ones(x.shape, dtype=bool)
+    for guard, operand in slots:
+        hit = guard.admits(tags) & open_
+        if hit.any():
+            out = np.where(hit, combine(x, operand), out).astype(x.dtype, copy=False)
+        open_ &= ~hit
+    return out
 
 
 def apply_arg_mode(mode, stream, operand0, operand1=None) -> tuple:

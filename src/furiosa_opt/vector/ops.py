@@ -14,6 +14,7 @@ per VE pass) and which value starts a reduction (:func:`reduce_identity`).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -23,11 +24,15 @@ from typing import ClassVar
 import numpy as np
 
 from furiosa_opt import dtypes
+from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DType
 
 __all__ = [
+    "RF",
     "Alu",
     "BinaryArgMode",
+    "BitReq",
+    "Branched",
     "ClipBinaryOpF32",
     "ClipBinaryOpI32",
     "Cmp",
@@ -45,6 +50,7 @@ __all__ = [
     "LogicBinaryOpF32",
     "LogicBinaryOpI32",
     "Stash",
+    "TagGuard",
     "TagMode",
     "TernaryArgMode",
     "all_ops",
@@ -440,6 +446,172 @@ class TagMode:
 TagMode.Zero = TagMode("Zero")
 
 
+# ---- branches: guards on the tags, and operands with a slot per arm ------------------------------------
+
+
+class BitReq(_RustEnum):
+    """What a guard asks of one tag bit: ``One``, ``Zero``, or ``Ignore`` (unconstrained)."""
+
+    One = auto()
+    Zero = auto()
+    Ignore = auto()
+
+
+_ANY = (BitReq.Ignore,) * 4
+
+
+@dataclass(frozen=True, slots=True)
+class TagGuard:
+    """Which elements an operand slot (or a guarded unary op) applies to, by their 4-bit tag: a pattern
+    of one ``BitReq`` per bit, in bit order (``TagMode.Comparison`` sets bit ``i`` from comparison ``i``;
+    bit 3 is also the pair-mode group), kept as written or negated (upstream's ``TagGuard``).
+
+        TagGuard.matches((BitReq.Zero, BitReq.Zero, BitReq.One, BitReq.Ignore))  # only bit 2 of 0..2 set
+        TagGuard.not_matches((BitReq.One, BitReq.Ignore, BitReq.Ignore, BitReq.Ignore))
+        TagGuard.all()      # every element: a pass's `else`
+        TagGuard.group(1)   # bit 3 set
+    """
+
+    bits: tuple[BitReq, BitReq, BitReq, BitReq] = _ANY
+    negate: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.bits) != 4 or not all(isinstance(b, BitReq) for b in self.bits):
+            raise TypeError(f"a TagGuard pattern is four BitReq values, got {self.bits!r}")
+
+    @staticmethod
+    def all() -> TagGuard:
+        return TagGuard()
+
+    @staticmethod
+    def matches(bits) -> TagGuard:
+        return TagGuard(tuple(bits))
+
+    @staticmethod
+    def not_matches(bits) -> TagGuard:
+        """Negating a pattern on bit 3 alone names the other group, folded as upstream folds it."""
+        bits = tuple(bits)
+        if bits[:3] == _ANY[:3] and bits[3] is not BitReq.Ignore:
+            return TagGuard.group(0 if bits[3] is BitReq.One else 1)
+        return TagGuard(bits, True)
+
+    @staticmethod
+    def group(id: int) -> TagGuard:
+        if id not in (0, 1):
+            raise ValueError(f"a pair-mode group is 0 or 1, got {id!r}")
+        return TagGuard((*_ANY[:3], BitReq.One if id else BitReq.Zero))
+
+    @property
+    def unconditional(self) -> bool:
+        return self.bits == _ANY and not self.negate
+
+    @property
+    def dead(self) -> bool:
+        """Admits no tag at all (the negation of the unconstrained pattern)."""
+        return self.bits == _ANY and self.negate
+
+    def admits(self, tags) -> np.ndarray:
+        """Where the 4-bit ``tags`` satisfy the guard."""
+        t = np.asarray(tags, dtype=np.uint8)
+        ok = np.ones(t.shape, dtype=bool)
+        for bit, req in enumerate(self.bits):
+            if req is not BitReq.Ignore:
+                ok &= ((t >> bit) & 1).astype(bool) == (req is BitReq.One)
+        return ~ok if self.negate else ok
+
+    def __repr__(self) -> str:
+        if self.unconditional:
+            return "TagGuard.all()"
+        bits = "(" + ", ".join(repr(b) for b in self.bits) + ")"
+        return f"TagGuard.{'not_matches' if self.negate else 'matches'}({bits})"
+
+
+class _Port:
+    """`RF`: where a printed `Branched` names the register-file tensor its op reads (an operand of the op)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "RF"
+
+
+RF = _Port()
+
+
+class _FromClassOrValue:
+    """A builder step callable on the class (starting an empty `Branched`) or on a value (extending it)."""
+
+    def __init__(self, fn):
+        self.fn, self.__doc__ = fn, fn.__doc__
+
+    def __get__(self, obj, cls):
+        return functools.partial(self.fn, obj if obj is not None else cls())
+
+
+@dataclass(frozen=True, slots=True)
+class Branched:
+    """An operand with one slot per branch: up to three immediates, then the register-file port (a VRF
+    tensor or ``Stash``), each under a ``TagGuard``. Each element takes the first slot whose guard admits
+    its tag; an element no slot admits passes through unchanged (upstream's ``Branched``).
+
+        Branched.imm(negative, 1.0).rf(TagGuard.all(), scale_vrf)     # negatives: 1.0; the rest: the VRF
+        Branched.imm(nonzero, (-2.0, 10.0))                          # a ternary slot: its two operands
+    """
+
+    imms: tuple = ()  # (guard, value) per immediate slot, in order
+    port: tuple | None = None  # (guard, VrfTensor | Stash | RF)
+
+    @_FromClassOrValue
+    def imm(self, guard: TagGuard, value) -> Branched:
+        """Fill the next immediate slot."""
+        if self.port is not None or len(self.imms) == 3:
+            raise VerifyError(
+                "vector-branch-slots", "Branched: this pass has no immediate register left (three, before the port)"
+            )
+        return Branched((*self.imms, (guard, value)), None)._checked()
+
+    @_FromClassOrValue
+    def rf(self, guard: TagGuard, operand) -> Branched:
+        """Fill the register-file port, the last slot."""
+        if self.port is not None:
+            raise VerifyError("vector-branch-slots", "Branched: the register-file port is already filled")
+        return Branched(self.imms, (guard, operand))._checked()
+
+    @property
+    def slots(self) -> tuple:
+        return (*self.imms, *((self.port,) if self.port else ()))
+
+    def with_port(self, operand) -> Branched:
+        return Branched(self.imms, (self.port[0], operand))
+
+    def _checked(self) -> Branched:
+        after = None
+        for i, (guard, _) in enumerate(self.slots):
+            if not isinstance(guard, TagGuard):
+                raise VerifyError("vector-branch-guard", f"Branched: a slot is guarded by a TagGuard, got {guard!r}")
+            if guard.dead:
+                raise VerifyError(
+                    "vector-branch-dead-guard", f"Branched: slot {i}'s TagGuard admits no tag, so it could never fire"
+                )
+            if after is not None:
+                raise VerifyError(
+                    "vector-branch-after-unconditional",
+                    f"Branched: slot {after} is unconditional, so slot {i} after it could never fire",
+                    notes=("fill it before the unconditional slot, or guard the unconditional one",),
+                )
+            if guard.unconditional:
+                after = i
+        return self
+
+    def __repr__(self) -> str:
+        text = "Branched"
+        for guard, value in self.imms:
+            text += f".imm({guard!r}, {value!r})"
+        if self.port:
+            text += f".rf({self.port[0]!r}, {self.port[1]!r})"
+        return text
+
+
 # ---- the stash operand ---------------------------------------------------------------------------
 
 
@@ -590,7 +762,7 @@ def all_ops() -> tuple[object, ...]:
     return tuple(ops)
 
 
-_OP_TEXT = re.compile(r"[A-Z][A-Za-z0-9]*\.[A-Za-z_][A-Za-z0-9_]*(\(.*\))?\Z|Stash\Z")
+_OP_TEXT = re.compile(r"[A-Z][A-Za-z0-9]*\.[A-Za-z_][A-Za-z0-9_]*(\(.*\))*(\.[a-z_]+\(.*\))*\Z|Stash\Z")
 
 
 def parse_op(text: str) -> object:
