@@ -33,15 +33,12 @@ SEED = int(os.environ.get("FURIOSA_OPT_TEST_SEED", np.random.SeedSequence().entr
 
 # identity suffix → why it cannot run on both backends today
 EXPECTED_FAILURES: dict[str, str] = {
-    "test_binary_add.binary_add_2048": "needs the Vector Engine's pair mode (begin_interleaved), not built yet",
     "test_device.wrong_result_kernel": "deliberately returns the wrong type; test_device.py checks the refusal",
     "test_views.dm_on_pdma": "deliberately issues to_dm on ctx.pdma; test_views.py checks where the error points",
     "test_reshape.reshape": "a 4-chip kernel: the simulator runs single-chip kernels",
     "test_reshape.reshape_different_num_axes": "a 4-chip kernel: the simulator runs single-chip kernels",
     "test_views.reshape": "a 4-chip kernel: the simulator runs single-chip kernels",
     "test_book_transpose.i4_transpose": "stage 2 does not lay out sub-byte (i4) tensors yet (the sub-byte issue)",
-    "test_vector_engine_normal.ve_group_pair_fp_zip_with_mode": "needs the Vector Engine's pair mode "
-    "(begin_interleaved, vector_intra_slice_unzip, vector_fp_zip_with_mode), not built yet (issue 18)",
 }
 
 

@@ -86,5 +86,6 @@ def test_all_is_the_language_and_its_vocabulary():
     assert {d.name for d in ALL_DTYPES} <= set(furiosa_opt.__all__)
     assert {"SwitchConfig", "Stash", "TernaryArgMode", "FpDivBinaryOp"} <= set(furiosa_opt.__all__)
     assert not helpers & set(furiosa_opt.__all__)
-    reachable = {n for cls in (furiosa_opt.TuContext, Stream, VectorStream, Contraction) for n in dir(cls)}
+    classes = (furiosa_opt.TuContext, Stream, VectorStream, furiosa_opt.VectorPair, Contraction)
+    reachable = {n for cls in classes for n in dir(cls)}
     assert set(STAGES) <= reachable

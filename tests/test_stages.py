@@ -13,6 +13,7 @@ from furiosa_opt.compiler.replay import REPLAY
 from furiosa_opt.compiler.resource import switch_cycles
 from furiosa_opt.compiler.schedule import schedule, schedule_json
 from furiosa_opt.lang.contraction import Contraction
+from furiosa_opt.lang.pair import VectorPair
 from furiosa_opt.lang.stream import Stream, TuContext
 from furiosa_opt.lang.vector import VectorStream
 from furiosa_opt.sim.tensor_unit import HANDLERS
@@ -20,7 +21,7 @@ from furiosa_opt.stages import HELPERS, MEMORY_OPS, STAGES, following
 from furiosa_opt.verify.vector import MODIFIERS as VE_MODIFIERS
 from furiosa_opt.verify.vector import STAGES as VE_CHAIN
 
-LANGUAGE = (TuContext, Stream, VectorStream, Contraction)  # the classes whose methods are the stages
+LANGUAGE = (TuContext, Stream, VectorStream, VectorPair, Contraction)  # the classes whose methods are the stages
 ENGINE_STAGES = {name for name, stage in STAGES.items() if stage.engine is not None}
 
 

@@ -13,14 +13,16 @@ _MODULES = {  # the module that defines each public name; imported on first use
     "furiosa_opt.dtypes": "bf16 f32 f4e2m1 f8e4m3 f8e5m2 i16 i32 i4 i5 i8 i9 u8",
     "furiosa_opt.lang.context": "DmaContext",
     "furiosa_opt.lang.device": "Context Device DeviceFunction device launch",
+    "furiosa_opt.lang.pair": "VectorPair",
     "furiosa_opt.lang.stream": "TuContext",
     "furiosa_opt.lang.tensors": "DmTensor DmTensorView DmTensorViewMut HbmTensor HbmTensorView HbmTensorViewMut "
     "HostTensor TensorType TrfTensor VrfTensor",
     "furiosa_opt.mapping": "Axis Cell Mapping MappingError MappingSyntaxError PadKind axes m",
     "furiosa_opt.switch": "SwitchConfig",
-    "furiosa_opt.vector.ops": "BinaryArgMode BitReq Branched ClipBinaryOpF32 ClipBinaryOpI32 Cmp FpBinaryOp FpDivBinaryOp FpMulAlu "
-    "FpTernaryOp FpUnaryOp FxpBinaryOp InterSliceReduceOpF32 InterSliceReduceOpI32 IntraSliceReduceOpF32 "
-    "IntraSliceReduceOpI32 LaneMode LogicBinaryOpF32 LogicBinaryOpI32 Stash TagGuard TagMode TernaryArgMode",
+    "furiosa_opt.vector.ops": "BinaryArgMode BitReq Branched ClipBinaryOpF32 ClipBinaryOpI32 Cmp FpBinaryOp "
+    "FpDivBinaryOp FpMulAlu FpTernaryOp FpUnaryOp FxpBinaryOp InterSliceReduceOpF32 InterSliceReduceOpI32 "
+    "IntraSliceReduceOpF32 IntraSliceReduceOpI32 LaneMode LogicBinaryOpF32 LogicBinaryOpI32 Stash TagGuard TagMode "
+    "TernaryArgMode",
 }
 _EXPORTS = {name: module for module, names in _MODULES.items() for name in names.split()}
 

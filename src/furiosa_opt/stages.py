@@ -42,7 +42,8 @@ STAGES: dict[str, Stage] = {
     s.name: s
     for s in (
         Stage("begin", None, attrs=("ctx",)),
-        Stage("fetch", "fetch", ("begin",), ("time", "packet")),
+        Stage("begin_interleaved", None, attrs=("ctx", "axis")),
+        Stage("fetch", "fetch", ("begin", "begin_interleaved"), ("time", "packet")),
         Stage("fetch_cast", "fetch", ("fetch",), ("dtype",)),
         Stage("switch", "switch", ("fetch", "fetch_cast"), ("config", "slice", "time")),
         Stage("collect", "collect", ("fetch", "fetch_cast", "switch"), ("time", "packet")),
@@ -54,6 +55,11 @@ STAGES: dict[str, Stage] = {
         Stage("contract_lane", "contraction", ("contract_time",), ("mode", "time", "packet")),
         Stage("vector_init", "vector", _VE_AFTER, slot="init"),
         Stage("vector_intra_slice_tag", "vector", attrs=("mode",), slot="tag"),
+        Stage("vector_intra_slice_unzip", "vector", attrs=("axis", "tile_time", "split_time"), slot="tag"),
+        Stage("vector_logic_zip", "vector", attrs=("op", "mode"), slot="logic"),
+        Stage("vector_fxp_zip", "vector", attrs=("op", "mode"), slot="fxp"),
+        Stage("vector_fp_zip", "vector", attrs=("op", "mode"), slot="fp"),
+        Stage("vector_clip_zip", "vector", attrs=("op", "mode"), slot="clip"),
         Stage("vector_logic", "vector", attrs=("op", "operand", "mode"), slot="logic", rf="vrf"),
         Stage("vector_fxp", "vector", attrs=("op", "operand", "mode"), slot="fxp", rf="vrf"),
         Stage("vector_fxp_to_fp", "vector", attrs=("int_width",), slot="fxp_to_fp"),
@@ -105,6 +111,7 @@ _WITH_MODE = "records as the stage without `_with_mode`: the same engine op, its
 HELPERS = {
     "advanced": "Stream: the stream after a stage, how the contraction and the Vector Engine hand one back",
     **{f"vector_{op}_with_mode": _WITH_MODE for op in ("logic", "fxp", "fp_binary", "fp_ternary", "fp_div", "clip")},
+    **{f"vector_{op}_zip_with_mode": _WITH_MODE for op in ("logic", "fxp", "fp", "clip")},
     "vector_filter": "upstream's body is `todo!()`: the name exists and refuses (rule upstream-undefined)",
 }
 

@@ -3,12 +3,9 @@ the Vector Engine's pair mode.
 
 `begin_interleaved` puts lhs and rhs on a new size-2 time axis `I`; `vector_intra_slice_unzip` splits
 the stream into group 0 (lhs) and group 1 (rhs); `vector_clip_zip` adds the groups into one stream.
-Our language has no pair mode yet (`TuContext.begin_interleaved`, `VectorStream.vector_intra_slice_unzip`
-and the pair's `vector_clip_zip` are missing), so the test is a strict xfail until it lands.
 """
 
 import numpy as np
-import pytest
 
 from furiosa_opt import *
 
@@ -45,12 +42,6 @@ def binary_add_2048(
     return result.to_hbm(ctx.tdma, m["A"])
 
 
-@pytest.mark.xfail(
-    reason="no Vector Engine pair mode: TuContext.begin_interleaved, VectorStream.vector_intra_slice_unzip "
-    "and the pair's vector_clip_zip are missing",
-    raises=AttributeError,
-    strict=True,
-)
 def test_binary_add_2048():
     rng = np.random.default_rng(42)
     lhs, rhs = HostTensor.rand(i8, m["A"], rng), HostTensor.rand(i8, m["A"], rng)

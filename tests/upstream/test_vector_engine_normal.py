@@ -11,8 +11,6 @@ constants, VRF operands, the stash, reinterprets and every `*_with_mode` form. D
   from there and expects the ALU conflict to be refused.
 * Upstream has no test for `ve_elementwise_neg_offset_f32`, `ve_elementwise_fp_unary`, the eight `*_with_mode`
   kernels or `ve_group_pair_fp_zip_with_mode`; ours check each against a numpy oracle.
-* `ve_group_pair_fp_zip_with_mode` needs the Vector Engine's pair mode (`begin_interleaved`,
-  `vector_intra_slice_unzip`, `vector_fp_zip_with_mode`), which is not built yet (issue 18): strict xfail.
 * Upstream compares with `SmallRng::seed_from_u64(42)` inputs; ours are numpy's `default_rng(42)` (upstream's
   distributions: i32 over every value, f32 in [0, 1)).
 
@@ -861,12 +859,6 @@ def test_ve_elementwise_clip_with_mode():
     np.testing.assert_array_equal(got, np.full(A.size, 6, dtype=np.int32))  # Mode11: 3 + 3, the stream unused
 
 
-@pytest.mark.xfail(
-    reason="needs the Vector Engine's pair mode (issue 18): TuContext.begin_interleaved, "
-    "VectorStream.vector_intra_slice_unzip and the pair's vector_fp_zip_with_mode are missing",
-    raises=AttributeError,
-    strict=True,
-)
 def test_ve_group_pair_fp_zip_with_mode():
     rng = np.random.default_rng(9)
     lhs, rhs = rand_f32(rng, A.size), rand_f32(rng, A.size)

@@ -1,8 +1,8 @@
 """Backends: what the kernel language's operations do.
 
 The language layer (`lang/`) checks each operation with `verify/`, then calls the active backend
-through one small interface — `relayout`, `elementwise`, `reduce`, `constant`, `zeros`, `window_read`,
-`window_write`, `contraction` for values, and `record` to note the operation itself. `cpu` computes
+through one small interface — `relayout`, `elementwise`, `reduce`, `interleave`, `half`, `constant`, `zeros`,
+`window_read`, `window_write`, `contraction` for values, and `record` to note the operation itself. `cpu` computes
 with numpy (the default); the tracer (`trace.py`) computes nothing and records vISA.
 """
 

@@ -141,6 +141,16 @@ def _indexed(buf: object) -> tuple[np.ndarray, np.ndarray | None]:
     return buf.values(), None
 
 
+def interleave(lhs: Buf, rhs: Buf, outer: int, inner: int) -> Buf:
+    """`[outer, 2, inner]`: each outer block of `lhs`, then the same block of `rhs` (a pair-mode begin)."""
+    return fresh(np.stack([lhs.values().reshape(outer, inner), rhs.values().reshape(outer, inner)], axis=1).ravel())
+
+
+def half(buf: Buf, outer: int, index: int) -> Buf:
+    """Group `index` of a `[outer, 2, rest]` buffer (a pair-mode unzip)."""
+    return fresh(np.ascontiguousarray(buf.values().reshape(outer, 2, -1)[:, index]).ravel())
+
+
 def reduce(buf: Buf, src: Factors, dst: Factors, step, identity, broadcast: bool) -> Buf:
     """`buf` folded from `src` into `dst` with `step` (upstream's `reduce`, order and identity as in
     `fold.reduce_fold`)."""

@@ -13,6 +13,7 @@ from furiosa_opt.dtypes import DType
 from furiosa_opt.lang import params
 from furiosa_opt.lang.contraction import Contraction
 from furiosa_opt.lang.device import _SINGLETON, DeviceFunction
+from furiosa_opt.lang.pair import VectorPair
 from furiosa_opt.lang.stream import Stream
 from furiosa_opt.lang.tensors import HbmTensor, Tensor, TensorType, TensorView
 from furiosa_opt.lang.vector import VectorStream
@@ -47,6 +48,9 @@ def type_of(obj: object) -> visa.Type:
     if isinstance(obj, VectorStream):
         s = obj.stream
         return visa.Type("vector", s.dtype.name, (*s.spatial, s.time, s.packet))
+    if isinstance(obj, VectorPair):
+        s = obj.g0.stream
+        return visa.Type("pair", s.dtype.name, (*s.spatial, s.time, s.packet))
     if isinstance(obj, Contraction):
         p = obj._pending
         return visa.Type("contraction", p.acc.name, (p.trf.params[3], p.time2 or p.time, p.packet2 or p.packet))
@@ -69,6 +73,7 @@ class Tracer:
         return _SYMBOL
 
     elementwise = constant = zeros = window_read = window_write = contraction = reduce = relayout
+    interleave = half = relayout
 
     # ---- recording ----
 

@@ -325,7 +325,7 @@ def _engine(value: Any, where: str) -> None:
 
 
 _ENTRY = {"size": int, "stride": int, "memory": int}
-_SEQUENCER = {"buffer": str, "base": int, "time": [_ENTRY], "packet": [_ENTRY], "access": int}
+_SEQUENCER = {"buffer": str, "base": int, "time": [_ENTRY], "packet": [_ENTRY], "access": int, "interleave": [int]}
 _DMA = {"src_base": int, "dst_base": int, "packet": int, "loops": [{"size": int, "src": int, "dst": int}]}
 _COMMAND = {
     "index": int,

@@ -53,12 +53,15 @@ class Sequencer:
     time: list[Entry]
     packet: list[Entry]
     access: int  # bytes per hardware access (read_size / write_size)
+    interleave: list[int] = field(default_factory=list)  # a pair-mode fetch: the base the selector picks
 
     @classmethod
     def from_dict(cls, config: dict) -> Sequencer:
         """A sequencer as decoded from msgpack (an EDF or `--dump-ir`)."""
         entries = {side: [Entry(**e) for e in config[side]] for side in ("time", "packet")}
-        return cls(config["buffer"], config["base"], entries["time"], entries["packet"], config["access"])
+        return cls(
+            config["buffer"], config["base"], entries["time"], entries["packet"], config["access"], config["interleave"]
+        )
 
 
 # ---- what a config walks (the simulator takes its loops; tests and the cost model its addresses) --

@@ -13,11 +13,21 @@ from furiosa_opt.backend.trace import Tracer, _axes, symbolic_argument
 from furiosa_opt.compiler import visa
 from furiosa_opt.diagnostics import FuriosaOptError, Location, VerifyError
 from furiosa_opt.dtypes import dtype_by_name
+from furiosa_opt.lang.pair import VectorPair
 from furiosa_opt.lang.tensors import DmTensor, HbmTensor, HbmTensorView, HbmTensorViewMut
-from furiosa_opt.vector.ops import Branched
+from furiosa_opt.mapping import Axis
+from furiosa_opt.mapping.factors import SymAtom
+from furiosa_opt.vector.ops import RF, Branched, TagGuard
 
 A = dict[str, object]
 ARGUMENT_KINDS = {"hbm": HbmTensor, "view": HbmTensorView, "view_mut": HbmTensorViewMut}
+
+
+def _axis(selector) -> Axis:
+    """The axis of a one-axis mapping attribute (`[I]`)."""
+    (factor,) = selector.factors
+    assert isinstance(factor.atom, SymAtom)
+    return Axis(factor.atom.name, factor.atom.n)
 
 
 def _vector_operand(o: list, value: object) -> object:
@@ -35,8 +45,49 @@ def _vector_operand(o: list, value: object) -> object:
     return value
 
 
+def _groups(o: list, operand: object) -> tuple:
+    """A pair op's per-group operands from its `Branched` (guarded by the group bit); `None` skips."""
+    found = [None, None]
+    for guard, value in operand.slots if operand is not None else ():
+        tensor = o[1] if len(o) > 1 else None
+        if value is RF:
+            value = tensor
+        elif isinstance(value, tuple) and value[0] is RF:
+            value = (tensor, value[1])
+        found[0 if guard == TagGuard.group(0) else 1] = value
+    return tuple(found)
+
+
 def _vector_binary(name: str) -> Callable:
-    return lambda o, a: getattr(o[0], name)(a["op"], _vector_operand(o, a["operand"]), a["mode"])
+    def replayed(o: list, a: A) -> object:
+        if isinstance(o[0], VectorPair):
+            return getattr(o[0], f"{name}_with_mode")(a["op"], a["mode"], *_groups(o, a["operand"]))
+        return getattr(o[0], name)(a["op"], _vector_operand(o, a["operand"]), a["mode"])
+
+    return replayed
+
+
+def _fp_unary(o: list, a: A) -> object:
+    if isinstance(o[0], VectorPair):
+        guard = a["guard"]
+        return o[0].vector_fp_unary(a["op"], guard in (None, TagGuard.group(0)), guard in (None, TagGuard.group(1)))
+    return o[0].vector_fp_unary(a["op"] if a["guard"] is None else (a["guard"], a["op"]))
+
+
+def _fp_ternary(o: list, a: A) -> object:
+    if isinstance(o[0], VectorPair):
+        return o[0].vector_fp_ternary_with_mode(a["op"], a["mode"], *_groups(o, a["operand"]))
+    return o[0].vector_fp_ternary_with_mode(a["op"], a["mode"], _vector_operand(o, a["operand"]))
+
+
+def _zip(kind: str) -> Callable:
+    return lambda o, a: getattr(o[0], f"vector_{kind}_zip_with_mode")(a["op"], a["mode"])
+
+
+def _fp_div(o: list, a: A) -> object:
+    if isinstance(o[0], VectorPair):
+        return o[0].vector_fp_div_with_mode(a["mode"], *_groups(o, a["operand"]))
+    return o[0].vector_fp_div_with_mode(a["mode"], _vector_operand(o, a["operand"]))
 
 
 REPLAY: dict[str, Callable[[list, A], object]] = {
@@ -54,6 +105,7 @@ REPLAY: dict[str, Callable[[list, A], object]] = {
     "to_dm_view": lambda o, a: o[0].to_dm_view(a["ctx"], o[1]),
     "to_hbm_view": lambda o, a: o[0].to_hbm_view(a["ctx"], o[1]),
     "begin": lambda o, a: a["ctx"].begin(o[0]),
+    "begin_interleaved": lambda o, a: a["ctx"].begin_interleaved(o[0], o[1], _axis(a["axis"])),
     "fetch": lambda o, a: o[0].fetch(a["time"], a["packet"]),
     "fetch_cast": lambda o, a: o[0].fetch_cast(a["dtype"]),
     "switch": lambda o, a: o[0].switch(a["config"], a["slice"], a["time"]),
@@ -86,7 +138,9 @@ REPLAY: dict[str, Callable[[list, A], object]] = {
     "vector_intra_slice_reduce": lambda o, a: o[0].vector_intra_slice_reduce(
         a["op"], a["axis"], a["time"], a["packet"]
     ),
-    "vector_fp_div": lambda o, a: o[0].vector_fp_div_with_mode(a["mode"], _vector_operand(o, a["operand"])),
+    "vector_fp_div": _fp_div,
+    "vector_intra_slice_unzip": lambda o, a: o[0].vector_intra_slice_unzip(a["axis"], a["tile_time"], a["split_time"]),
+    **{f"vector_{kind}_zip": _zip(kind) for kind in ("logic", "fxp", "fp", "clip")},
     "vector_stash": lambda o, a: o[0].vector_stash(),
     "vector_reinterpret": lambda o, a: o[0].vector_reinterpret(a["dtype"]),
     "vector_inter_slice_reduce": lambda o, a: o[0].vector_inter_slice_reduce(a["op"], a["slice"], a["time"]),

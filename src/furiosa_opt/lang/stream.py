@@ -23,8 +23,9 @@ from furiosa_opt.lang.tensors import (
     _expect_writable,
 )
 from furiosa_opt.lang.vector import VectorStream, vector_init
-from furiosa_opt.mapping import Mapping, MappingError, m
+from furiosa_opt.mapping import Axis, Mapping, MappingError, m
 from furiosa_opt.mapping.algebra import pair
+from furiosa_opt.mapping.expr import Sym
 from furiosa_opt.stages import STAGES, following
 from furiosa_opt.switch import SwitchConfig
 from furiosa_opt.verify import memory as verify_memory
@@ -42,6 +43,15 @@ class TuContext(ExecutionContext):
     @user_facing
     def begin(self, view: TensorView) -> Stream:
         return begin(self, view)
+
+    @user_facing
+    def begin_interleaved(self, lhs: TensorView, rhs: TensorView, axis: Axis) -> Stream:
+        """Start a pair-mode pipeline on two DM views of one shape: a new size-2 time axis `axis` picks
+        the view (0: `lhs`, 1: `rhs`); `vector_intra_slice_unzip` splits them into groups again.
+
+            ctx.main.begin_interleaved(a.view(), b.view(), I).fetch(m["I"], m["A % 8"])
+        """
+        return begin_interleaved(self, lhs, rhs, axis)
 
 
 class Stream:
@@ -277,6 +287,21 @@ def begin(ctx: TuContext, view: TensorView) -> Stream:
     chip, cluster, slice_, element = source.params
     result = Stream(ctx, "begin", view.dtype, (chip, cluster, slice_), m["1"], element, source.data)
     active().record("begin", (view,), (result,), ctx=ctx)
+    return result
+
+
+def begin_interleaved(ctx: TuContext, lhs: TensorView, rhs: TensorView, axis: Axis) -> Stream:
+    for view in (lhs, rhs):
+        if not isinstance(view, DmTensorView):
+            raise VerifyError("begin-view", f"begin_interleaved reads DM tensors' `view()`s, got {view!r}")
+    left, right = lhs.read(), rhs.read()
+    rules.check_interleaved(left.dtype, right.dtype, left.params, right.params, axis)
+    chip, cluster, slice_, element = left.params
+    outer = chip.size * cluster.size * slice_.size
+    data = active().interleave(left.data, right.data, outer, element.size)
+    selector = Mapping.from_node(Sym(axis))
+    result = Stream(ctx, "begin_interleaved", lhs.dtype, (chip, cluster, slice_), selector, element, data)
+    active().record("begin_interleaved", (lhs, rhs), (result,), ctx=ctx, axis=selector)
     return result
 
 

@@ -10,6 +10,7 @@ time in the wire order of the reduced axes (`fold.reduce_fold`), as upstream's `
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,7 @@ from furiosa_opt.backend import active
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.flow import Flow
+from furiosa_opt.lang.pair import VectorPair
 from furiosa_opt.lang.tensors import VrfTensor
 from furiosa_opt.mapping import Axis, Mapping, MappingError
 from furiosa_opt.mapping.algebra import pair
@@ -218,6 +220,34 @@ class VectorStream:
         return self._recorded(self._with(slot, self.stream.data, tags=tags), "vector_intra_slice_tag", mode=mode)
 
     @user_facing
+    def vector_intra_slice_unzip(self, axis: Axis, tile_time: Mapping, split_time: Mapping) -> VectorPair:
+        """Enter pair mode: the stream's size-2 Time axis `axis` (from `begin_interleaved`) splits it into
+        group 0 and group 1, each over `split_time` (a group's tile of Time, `tile_time`, read without the
+        axis). Both groups start at the tag stage with zero tags.
+
+            s.vector_init().vector_intra_slice_unzip(I, m["1 # 2"], m["1"])
+        """
+        method = "vector_intra_slice_unzip"
+        if self.stage != "init":
+            raise VerifyError("vector-stage-order", f"`{method}` enters pair mode right after vector_init")
+        s = self.stream
+        if not isinstance(axis, Axis) and not (isinstance(axis, Mapping) and len(axis.axis_names) == 1):
+            raise VerifyError("vector-unzip-axis", f"`{method}` splits Time at an axis, got {axis!r}")
+        axis = _stream_axis(axis, s.layout, method) if isinstance(axis, Mapping) else axis
+        rules.check_unzip(s.time, s.packet, axis, tile_time, split_time)
+        selector = Mapping.from_node(Sym(axis))
+        grouped = pair(*s.spatial, selector, split_time, s.packet).factors  # the groups outermost in time
+        data = active().relayout(s.data, s.layout.factors, grouped, False)
+        outer = math.prod(level.size for level in s.spatial)
+        groups = []
+        for index in (0, 1):
+            stream = s.advanced("vector", s.dtype, split_time, s.packet, active().half(data, outer, index))
+            tags = active().zeros(np.dtype(np.uint8), stream.layout.size)
+            groups.append(VectorStream(stream, tags, STAGES[method].slot, 8, frozenset()))
+        result = VectorPair(*groups, STAGES[method].slot, 8, frozenset())
+        return self._recorded(result, method, axis=selector, tile_time=tile_time, split_time=split_time)
+
+    @user_facing
     def vector_logic(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
         """Bitwise op (`LogicBinaryOpI32.BitAnd`, …) with a constant, VRF or Stash operand.
 
@@ -364,7 +394,7 @@ class VectorStream:
         stage = self._enter(method)
         alu = self._op(op, method)
         s = self.stream
-        axis = _reduce_axis(reduce, s.layout, method)
+        axis = _stream_axis(reduce, s.layout, method)
         label = axis.name
         rules.check_intra_slice_reduce(s.time, s.packet, time, packet, label)
         target = pair(*s.spatial, time, packet).factors
@@ -509,7 +539,7 @@ class VectorStream:
         s = self.stream
         return self._recorded(s.advanced("vector_final", s.dtype, s.time, s.packet, s.data), "vector_final")
 
-    def _recorded(self, result: VectorStream | Flow, name: str, **attrs) -> VectorStream | Flow:
+    def _recorded(self, result: object, name: str, **attrs) -> object:
         active().record(name, (self,), (result,), **attrs)
         return result
 
@@ -530,8 +560,9 @@ def _register_file(operand: object) -> VrfTensor | None:
     return operand if isinstance(operand, VrfTensor) else None
 
 
-def _reduce_axis(reduce: object, layout: Mapping, method: str) -> Axis:
-    """The reduce label as an axis of the stream: given as the axis, its name, or a mapping of it alone."""
+def _stream_axis(reduce: object, layout: Mapping, method: str) -> Axis:
+    """An axis of the stream (a reduce label, a pair-mode group axis): given as the axis, its name, or a
+    mapping of it alone."""
     if isinstance(reduce, Axis):
         return reduce
     name = next(iter(reduce.axis_names)) if isinstance(reduce, Mapping) and len(reduce.axis_names) == 1 else reduce

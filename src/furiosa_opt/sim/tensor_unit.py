@@ -24,7 +24,7 @@ from furiosa_opt.compiler.lir import DM_BASE, Sequencer, sequencer_loops
 from furiosa_opt.dtypes import DType, dtype_by_name
 from furiosa_opt.fold import contraction_plan, fold, fold_through_views, fold_views, reduce_fold, widener
 from furiosa_opt.mapping import Mapping
-from furiosa_opt.mapping.algebra import pair
+from furiosa_opt.mapping.algebra import pair, split_at
 from furiosa_opt.mapping.factors import size
 from furiosa_opt.mapping.parse import parse
 from furiosa_opt.mapping.relayout import check_relayout, live_mask, relaid
@@ -48,6 +48,7 @@ class Stream:
     time: Mapping
     packet: Mapping
     tags: np.ndarray | None = None  # inside the Vector Engine: each element's 4-bit tag, same shape
+    pair: Mapping | None = None  # pair mode: the group axis, outermost in time (the configs give a group's time)
 
     @property
     def layout(self) -> Mapping:
@@ -95,8 +96,10 @@ class TensorUnit:
         layout = pair(time, packet)
         check_relayout(pair(self.mapping(ONE), self.mapping(config["element"])).factors, layout.factors, True)
         loops = _loops(sequencer, 1, layout, "fetch")
-        raw = self.memories.load("sram", sequencer.base - DM_BASE, loops, dtype.nbytes(1), _live(layout))
-        return Stream(_as(raw, dtype), dtype, time, packet)
+        bases = sequencer.interleave or [sequencer.base]
+        loads = [self.memories.load("sram", b - DM_BASE, loops, dtype.nbytes(1), _live(layout)) for b in bases]
+        values = [_as(raw, dtype) for raw in loads]
+        return Stream(_selected(values, sequencer) if sequencer.interleave else values[0], dtype, time, packet)
 
     def commit(self, stream: Stream, command: dict) -> None:
         """The stream's live positions written where the commit sequencer's walk of DM (memory 0) puts them."""
@@ -168,8 +171,11 @@ class TensorUnit:
 
 
 def _relaid(unit: TensorUnit, stream: Stream, config: dict, command: dict | None = None, drop: bool = False) -> Stream:
-    """The stream relaid out over the config's time (if it names one) and packet."""
+    """The stream relaid out over the config's time (if it names one; in pair mode a group's, under the
+    group axis) and packet."""
     time = unit.mapping(config["time"]) if "time" in config else stream.time
+    if stream.pair is not None and "time" in config:
+        time = pair(stream.pair, time)
     packet = unit.mapping(config["packet"])
     source, target = stream.layout.factors, pair(time, packet).factors
     values = relaid(stream.values, source, target, False, drop)
@@ -268,6 +274,29 @@ def _fp_unary(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> 
         if guard != "None":
             values = np.where(parse_op(guard).admits(stream.tags), values, stream.values)
     return replace(stream, values=values)
+
+
+def _unzip(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    """Pair mode: the group axis moves outermost in time, and tag bit 3 holds each element's group."""
+    axis, split = unit.mapping(config["axis"]), unit.mapping(config["split_time"])
+    time = pair(axis, split)
+    values = relaid(stream.values, stream.layout.factors, pair(time, stream.packet).factors, False)
+    group = np.repeat(np.arange(2, dtype=np.uint8), values.shape[1] // 2)
+    tags = np.broadcast_to(group << np.uint8(3), values.shape).copy()
+    return replace(stream, values=values, time=time, tags=tags, pair=axis)
+
+
+def _zip(compute: Callable) -> Callable:
+    def stage(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+        """`op(group 0, group 1)`: the two halves of the pair-mode stream, one stream out."""
+        op, mode = parse_op(config["op"]), parse_op(config["mode"])
+        halves = stream.values.reshape(stream.values.shape[0], 2, -1)
+        with np.errstate(all="ignore"):
+            values = compute(op, *arithmetic.apply_arg_mode(mode, halves[:, 0], halves[:, 1]))
+        time = split_at(stream.time, stream.time.size // 2)[1]
+        return replace(stream, values=values, time=time, tags=np.zeros(values.shape, dtype=np.uint8), pair=None)
+
+    return stage
 
 
 def _vector_init(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
@@ -445,6 +474,11 @@ HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/s
     "commit_cast_relu": _commit_cast(relu=True),
     "vector_init": _vector_init,
     "vector_intra_slice_tag": _tag,
+    "vector_intra_slice_unzip": _unzip,
+    "vector_logic_zip": _zip(arithmetic.logic),
+    "vector_fxp_zip": _zip(arithmetic.fxp),
+    "vector_fp_zip": _zip(arithmetic.fp_binary),
+    "vector_clip_zip": _zip(arithmetic.clip),
     "vector_final": _unchanged,
     "vector_logic": _binary(arithmetic.logic),
     "vector_fxp": _binary(arithmetic.fxp),
@@ -473,6 +507,18 @@ def _loops(sequencer: Sequencer, memory: int, layout: Mapping, which: str) -> Lo
     if math.prod(sizes) != layout.size:
         raise Fault(f"the {which} sequencer visits {math.prod(sizes)} positions, the stream has {layout.size}")
     return sizes, strides
+
+
+def _selected(values: list[np.ndarray], sequencer: Sequencer) -> np.ndarray:
+    """A pair-mode fetch: at each position the value of the tensor its selector loops (memory 0) pick."""
+    sizes, strides = sequencer_loops(sequencer, 0)
+    pick = np.zeros([1] * len(sizes), dtype=np.int64)
+    for i, (n, stride) in enumerate(zip(sizes, strides, strict=True)):
+        if stride:  # a selector loop: this axis of the walk picks the tensor
+            pick = pick + np.arange(n).reshape([n if j == i else 1 for j in range(len(sizes))]) * stride
+    shape = (values[0].shape[0], *sizes)
+    chosen = np.choose(np.broadcast_to(pick, sizes), [v.reshape(shape) for v in values])
+    return chosen.reshape(values[0].shape)
 
 
 def _live(layout: Mapping) -> np.ndarray | None:

@@ -204,3 +204,21 @@ def check_commit(dtype: DType, time: Mapping, packet: Mapping, element: Mapping)
     except MappingError as error:
         raise VerifyError("commit-unwritable", f"Commit: cannot write an input axis into DM: {error}") from None
     _entries(sum(map(len, configs)), "Commit")
+
+
+def check_interleaved(lhs: DType, rhs: DType, left: tuple, right: tuple, axis) -> None:
+    """`begin_interleaved` pairs two DM tensors of one dtype and layout under a fresh size-2 axis."""
+    if lhs != rhs or tuple(left) != tuple(right):
+        raise VerifyError(
+            "begin-interleaved-mismatch",
+            f"begin_interleaved pairs two tensors of one shape: {lhs} `{', '.join(map(str, left))}` and {rhs} "
+            f"`{', '.join(map(str, right))}` differ",
+        )
+    if getattr(axis, "size", None) != 2:
+        raise VerifyError(
+            "begin-interleaved-axis", f"begin_interleaved's axis selects one of two tensors: size 2, got {axis!r}"
+        )
+    if any(axis.name in level.axis_names for level in left):
+        raise VerifyError(
+            "begin-interleaved-axis", f"begin_interleaved's axis `{axis.name}` must be new to the tensors"
+        )

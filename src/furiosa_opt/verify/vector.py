@@ -9,7 +9,8 @@ from furiosa_opt.arch import RNGD
 from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping import Mapping, MappingError, m
-from furiosa_opt.mapping.algebra import divide_exact, divide_relaxed, is_padding, padded, pair, split_at
+from furiosa_opt.mapping.algebra import divide_exact, divide_relaxed, is_padding, padded, pair, split_at, tile_view
+from furiosa_opt.mapping.expr import PadKind, Sym
 from furiosa_opt.mapping.factors import symbols
 from furiosa_opt.mapping.refine import describe_subdigit, refine
 from furiosa_opt.verify.contraction import inner_time
@@ -43,6 +44,7 @@ TO_INTER_SLICE = (
     "clip",
 )  # may enter the inter-slice reducer
 INTER = "inter_reduce"  # the stage after the inter-slice reducer (its slot in STAGES)
+ZIPPED = "zipped"  # the stash state of a stream zipped from pair mode: no stash to write or read
 
 
 def _show(mapping: Mapping) -> str:
@@ -172,7 +174,9 @@ def _equal(method: str, what: str, expected: Mapping, got: Mapping) -> None:
 
 
 def check_stash_write(stage: str, state: object, empty: object) -> None:
-    """`vector_stash` writes the operand register: at a stashable stage, once."""
+    """`vector_stash` writes the operand register: at a stashable stage, once, not after pair mode."""
+    if state == ZIPPED:
+        raise VerifyError("vector-stash-context", "vector_stash: a stream zipped from pair mode has no stash")
     if stage not in STASHABLE:
         raise VerifyError(
             "vector-stash-stage",
@@ -189,6 +193,8 @@ def check_stash_write(stage: str, state: object, empty: object) -> None:
 
 def check_stash_read(state: object, dtype: DType, way: int, method: str) -> None:
     """A `Stash` operand reads what `vector_stash` wrote, once, at the scalar and way it was written in."""
+    if state == ZIPPED:
+        raise VerifyError("vector-stash-context", f"`{method}`: a stream zipped from pair mode has no stash")
     if state is None:
         raise VerifyError("vector-stash-empty", f"`{method}` reads the stash, but no vector_stash wrote it")
     if isinstance(state, str):
@@ -310,3 +316,28 @@ def check_inter_slice_reduce(in_slice: Mapping, time: Mapping, out_slice: Mappin
 
 def _name(d) -> str:
     return describe_subdigit(d.key, d.cut, d.count)
+
+
+def check_unzip(time: Mapping, packet: Mapping, axis, tile_time: Mapping, split_time: Mapping) -> None:
+    """Pair mode splits Time at its size-2 axis `axis`: each group's tile of Time is `tile_time` (the
+    axis a `1 # 2` hole), read as `split_time` (Time without the axis); packets are one Way8 flit."""
+    check_tag_packet(packet)
+    name = getattr(axis, "name", None)
+    if getattr(axis, "size", None) != 2 or name not in time.axis_names:
+        raise VerifyError(
+            "vector-unzip-axis", f"vector_intra_slice_unzip splits Time `{time}` at a size-2 axis of it, got {axis!r}"
+        )
+    selector = Mapping.from_node(Sym(axis))
+    expected_tile = tile_view(time, selector, 1, PadKind.TOP)
+    if expected_tile != tile_time:
+        raise VerifyError(
+            "vector-unzip-tile",
+            f"vector_intra_slice_unzip: a group's tile of Time is `{expected_tile}`, got TileTime `{tile_time}`",
+        )
+    key = lambda d: (d.key, d.cut, d.count)  # noqa: E731
+    kept = [key(d) for d in refine(time.factors, selector.factors)[0] if d.key != name]
+    if split_time.size * 2 != time.size or [key(d) for d in refine(split_time.factors)[0]] != kept:
+        raise VerifyError(
+            "vector-unzip-split",
+            f"vector_intra_slice_unzip: a group's time is Time `{time}` without `{name}`, got SplitTime `{split_time}`",
+        )

@@ -142,11 +142,11 @@ class _Lowering:
 
     def lower_pipeline(self, terminal: visa.Op) -> None:
         chain = [terminal]
-        while chain[-1].opcode != "begin":
+        while chain[-1].opcode not in ("begin", "begin_interleaved"):
             chain.append(self.producer[chain[-1].operands[0]])
         chain.reverse()
         begin = chain[0]
-        inputs = [self.base_of(begin.operands[0])]
+        inputs = list(dict.fromkeys(self.base_of(name) for name in begin.operands))
         for op in chain[1:]:
             inputs += [self.base_of(name) for name in op.operands[1:] if name in self.of_value]
         if terminal.opcode == "commit_view":
@@ -192,15 +192,17 @@ class _Lowering:
         begin, fetch, terminal = chain[0], chain[1], chain[-1]
         view = self.objects[begin.operands[0]]
         source = self.layout(view)
+        pair_mode = begin.opcode == "begin_interleaved"  # the selector picks one of two DM tensors
         command.fetch = fetch_sequencer(
             self.base_of(begin.operands[0]),
             source.base,
             view.dtype,
-            m["1"],
+            begin.attr("axis") if pair_mode else m["1"],
             view.element,
             fetch.attr("time"),
             fetch.attr("packet"),
             command.context,
+            [self.layout(self.objects[name]).base for name in begin.operands] if pair_mode else None,
         )
         command.engines = [self.engine(op) for op in chain[1:]]
         command.engines[0]["element"] = format_attr(view.element)  # what the fetch reads: the view's element

@@ -147,8 +147,9 @@ def _split_iterations(loops: list[Loop]) -> list[Loop]:
 # ---- stream sequencers ------------------------------------------------------------------------------
 
 
-def _entries(config, unit: int) -> list[Entry]:
-    return [Entry(e.size, e.stride * unit, e.memory) for e in config]
+def _entries(config, unit: int, scaled: tuple[int, ...] = (0, 1)) -> list[Entry]:
+    """Entries with the strides of the `scaled` memories in bytes (a fetch's selector counts tensors)."""
+    return [Entry(e.size, e.stride * unit if e.memory in scaled else e.stride, e.memory) for e in config]
 
 
 def fetch_sequencer(
@@ -160,14 +161,17 @@ def fetch_sequencer(
     time: Mapping,
     packet: Mapping,
     context: str,
+    interleave: list[int] | None = None,
 ) -> Sequencer:
-    """The fetch unit's loops over one slice's DM (memory 1) and the interleave selector (memory 0)."""
+    """The fetch unit's loops over one slice's DM (memory 1) and the interleave selector (memory 0: which
+    of a pair-mode begin's tensors, whose DM bases are `interleave`)."""
     unit = element_bytes(dtype)
     time_cfg, packet_cfg = sequence([in_time, in_packet], [time, packet], Mode.READ)
     access = max_access(time_cfg, packet_cfg, packet.size) * unit
     legal = [b for b in RNGD.fetch_read_bytes if access % b == 0]
     read = RNGD.sub_access_bytes if context == "sub" else max(legal, default=unit)
-    return Sequencer(buffer, base, _entries(time_cfg, unit), _entries(packet_cfg, unit), read)
+    entries = [_entries(config, unit, scaled=(1,)) for config in (time_cfg, packet_cfg)]
+    return Sequencer(buffer, base, *entries, read, list(interleave or []))
 
 
 def commit_sequencer(
