@@ -212,6 +212,7 @@ class VectorPair:
         slot = STAGES[method].slot
         rules.check_stage(self.stage, self.way, method, slot)
         alu = self.g0._op(op, method, dtypes.f32)
+        rules.check_alu(alu, self.used, method)
         groups = [
             g._with(
                 slot, active().elementwise(lambda v: ops.fp_unary(op, v), g.stream.data) if apply else g.stream.data
@@ -373,6 +374,7 @@ class VectorPair:
         slot = STAGES[method].slot
         rules.check_stage(self.stage, self.way, method, slot)
         alu = self.g0._op(op, method)
+        rules.check_alu(alu, self.used, method)
         g0, g1 = self.g0, self.g1
         data = active().elementwise(
             lambda a, b: compute(op, *ops.apply_arg_mode(mode, a, b)), g0.stream.data, g1.stream.data
