@@ -39,18 +39,6 @@ EXPECTED_FAILURES: dict[str, str] = {
     "test_reshape.reshape_different_num_axes": "a 4-chip kernel: the simulator runs single-chip kernels",
     "test_views.reshape": "a 4-chip kernel: the simulator runs single-chip kernels",
     "test_book_transpose.i4_transpose": "stage 2 does not lay out sub-byte (i4) tensors yet (the sub-byte issue)",
-    "test_vector_engine_zip.ve_group_pair_unary": (
-        'vISA replay: REPLAY["vector_fp_unary"] is the single-stream lambda, `replay._fp_unary` is unused (src bug)'
-    ),
-    "test_vector_engine_zip.ve_group_pair_unary_selective": (
-        'vISA replay: REPLAY["vector_fp_unary"] is the single-stream lambda, `replay._fp_unary` is unused (src bug)'
-    ),
-    "test_vector_engine_zip.ve_group_pair_ternary": (
-        'vISA replay: REPLAY["vector_fp_ternary"] is the single-stream lambda, `replay._fp_ternary` is unused (src bug)'
-    ),
-    "test_vector_engine_zip.ve_group_pair_ternary_selective": (
-        'vISA replay: REPLAY["vector_fp_ternary"] is the single-stream lambda, `replay._fp_ternary` is unused (src bug)'
-    ),
 }
 
 

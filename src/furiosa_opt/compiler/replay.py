@@ -131,10 +131,8 @@ REPLAY: dict[str, Callable[[list, A], object]] = {
     "vector_clip": _vector_binary("vector_clip"),
     "vector_fxp_to_fp": lambda o, a: o[0].vector_fxp_to_fp(a["int_width"]),
     "vector_fp_to_fxp": lambda o, a: o[0].vector_fp_to_fxp(a["int_width"]),
-    "vector_fp_unary": lambda o, a: o[0].vector_fp_unary(a["op"] if a["guard"] is None else (a["guard"], a["op"])),
-    "vector_fp_ternary": lambda o, a: o[0].vector_fp_ternary_with_mode(
-        a["op"], a["mode"], _vector_operand(o, a["operand"])
-    ),
+    "vector_fp_unary": _fp_unary,
+    "vector_fp_ternary": _fp_ternary,
     "vector_intra_slice_reduce": lambda o, a: o[0].vector_intra_slice_reduce(
         a["op"], a["axis"], a["time"], a["packet"]
     ),
