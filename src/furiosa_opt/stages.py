@@ -13,7 +13,7 @@ records); write the language method with its rule in `verify/`; add its replay e
 handler. `tests/test_stages.py` names the stage and the layer when any layer lacks a handler, handles
 a stage nobody declared, or records attributes other than the declared ones.
 
-    STAGES["collect"].after   # ("fetch", "fetch_cast")
+    STAGES["fetch_cast"].after   # ("fetch", "fetch_table_lookup")
     following("collect")      # the methods that may come next
 """
 
@@ -35,6 +35,7 @@ class Stage:
     ends: bool = False  # ends the pipeline: its output is the command's
 
 
+_ADAPTED = ("fetch", "fetch_table_lookup", "fetch_cast", "fetch_zero_point_sub")  # a fetch and its adapter
 _VE_AFTER = ("collect", "contract_lane")  # what `vector_init` may follow
 _AFTER_COMPUTE = ("collect", "contract_lane", "vector_final")  # a finished stream's stages
 
@@ -44,9 +45,11 @@ STAGES: dict[str, Stage] = {
         Stage("begin", None, attrs=("ctx",)),
         Stage("begin_interleaved", None, attrs=("ctx", "axis")),
         Stage("fetch", "fetch", ("begin", "begin_interleaved"), ("time", "packet")),
-        Stage("fetch_cast", "fetch", ("fetch",), ("dtype",)),
-        Stage("switch", "switch", ("fetch", "fetch_cast"), ("config", "slice", "time")),
-        Stage("collect", "collect", ("fetch", "fetch_cast", "switch"), ("time", "packet")),
+        Stage("fetch_table_lookup", "fetch", ("fetch",), ("dtype",)),
+        Stage("fetch_cast", "fetch", ("fetch", "fetch_table_lookup"), ("dtype",)),
+        Stage("fetch_zero_point_sub", "fetch", _ADAPTED[:3], ("zero_point", "dtype")),
+        Stage("switch", "switch", _ADAPTED, ("config", "slice", "time")),
+        Stage("collect", "collect", (*_ADAPTED, "switch"), ("time", "packet")),
         Stage("to_trf", "store", ("collect",), ("lane", "element"), ends=True),
         Stage("to_vrf", "store", ("collect", "vector_final"), ("element",), ends=True),
         Stage("contract_outer", "contraction", ("collect",), ("time", "packet"), rf="trf"),
@@ -113,6 +116,8 @@ HELPERS = {
     **{f"vector_{op}_with_mode": _WITH_MODE for op in ("logic", "fxp", "fp_binary", "fp_ternary", "fp_div", "clip")},
     **{f"vector_{op}_zip_with_mode": _WITH_MODE for op in ("logic", "fxp", "fp", "clip")},
     "vector_filter": "upstream's body is `todo!()`: the name exists and refuses (rule upstream-undefined)",
+    "fetch_mask": "upstream's body is `todo!()`: the name exists and refuses (rule upstream-undefined)",
+    "commit_valid_count_pack": "upstream's body is `todo!()`: the name exists and refuses (rule upstream-undefined)",
 }
 
 

@@ -8,6 +8,8 @@ parameters in upstream's Rust order (also accepted as keywords).
 
 from __future__ import annotations
 
+import numpy as np
+
 from furiosa_opt import dtypes
 from furiosa_opt.backend import active
 from furiosa_opt.diagnostics import VerifyError, user_facing
@@ -136,12 +138,51 @@ class Stream:
         return self._recorded(self._next("fetch", time, packet, broadcast=True), "fetch", time=time, packet=packet)
 
     @user_facing
+    def fetch_table_lookup(self, dtype: DType) -> Stream:
+        """Decode narrow floats through the fetch adapter's table (main context): f4e2m1 → f8e4m3/f8e5m2,
+        f8e4m3/f8e5m2 → bf16, each value exactly.
+
+            s.fetch(m["K"], m["N"]).fetch_table_lookup(f8e4m3)
+        """
+        self._expect("fetch_table_lookup")
+        rules.check_table_lookup(self.ctx.name, self.dtype, dtype)
+        return self._adapted("fetch_table_lookup", lambda v: dtypes.convert(v, self.dtype, dtype), dtype=dtype)
+
+    @user_facing
+    def fetch_zero_point_sub(self, zero_point: int, dtype: DType) -> Stream:
+        """Subtract an asymmetric quantisation's zero point into the one-bit-wider staging type (i4 → i5,
+        i8 → i9), which only `contract_outer` reads.
+
+            s.fetch(m["T"], m["K"]).fetch_zero_point_sub(3, i9)
+        """
+        self._expect("fetch_zero_point_sub")
+        rules.check_zero_point_sub(self.dtype, dtype, zero_point)
+        subtract = lambda v: (v.astype(np.int32) - zero_point).astype(dtype.storage)  # noqa: E731
+        return self._adapted("fetch_zero_point_sub", subtract, zero_point=zero_point, dtype=dtype)
+
+    @user_facing
+    def fetch_mask(self, time: Mapping, packet: Mapping) -> Stream:
+        """Turn the fetch's `#` padding into `#{0}`. Upstream's body is `todo!()`, so this refuses.
+
+        s.fetch(m["T"], m["K # 32"]).fetch_mask(m["T"], m["K #{0} 32"])  # error[upstream-undefined]
+        """
+        raise VerifyError("upstream-undefined", "fetch_mask: upstream does not define its meaning yet (`todo!()`)")
+
+    def _adapted(self, stage: str, convert, **attrs) -> Stream:
+        """A fetch-adapter stage: the elements converted to `attrs["dtype"]`, the layout unchanged."""
+        data = active().elementwise(convert, self.data)
+        result = Stream(self.ctx, stage, attrs["dtype"], self.spatial, self.time, self.packet, data)
+        return self._recorded(result, stage, **attrs)
+
+    @user_facing
     def fetch_cast(self, dtype: DType) -> Stream:
+        """Convert the fetched elements (i4/i8/i16 → i32, f8/bf16 → f32, f32 → bf16, or identity).
+
+        s.fetch(m["A"], m["B"]).fetch_cast(f32)
+        """
         self._expect("fetch_cast")
         rules.check_fetch_cast(self.dtype, dtype)
-        data = active().elementwise(lambda v: dtypes.convert(v, self.dtype, dtype), self.data)
-        result = Stream(self.ctx, "fetch_cast", dtype, self.spatial, self.time, self.packet, data)
-        return self._recorded(result, "fetch_cast", dtype=dtype)
+        return self._adapted("fetch_cast", lambda v: dtypes.convert(v, self.dtype, dtype), dtype=dtype)
 
     @user_facing
     def switch(self, config: SwitchConfig, slice: Mapping, time: Mapping) -> Stream:
@@ -252,6 +293,17 @@ class Stream:
         stage = "commit_cast_relu" if relu else "commit_cast"
         result = Stream(self.ctx, stage, dtype, self.spatial, self.time, self.packet, data)
         return self._recorded(result, stage, dtype=dtype)
+
+    @user_facing
+    def commit_valid_count_pack(self, count: int) -> Stream:
+        """Pack each packet's first `count` valid elements (sub context). Upstream's body is `todo!()`, so
+        this refuses.
+
+            s.commit_trim(m["K"]).commit_valid_count_pack(4)  # error[upstream-undefined]
+        """
+        raise VerifyError(
+            "upstream-undefined", "commit_valid_count_pack: upstream does not define its meaning yet (`todo!()`)"
+        )
 
     @user_facing
     def commit(self, element: Mapping) -> DmTensor:

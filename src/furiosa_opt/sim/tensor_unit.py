@@ -189,6 +189,12 @@ def _cast(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stre
     return _relaid(unit, converted, config) if "packet" in config else converted
 
 
+def _zero_point_sub(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    target = dtype_by_name(config["dtype"])
+    values = (stream.values.astype(np.int32) - int(config["zero_point"])).astype(target.storage)
+    return replace(stream, values=values, dtype=target)
+
+
 def _commit_cast(relu: bool) -> Callable:
     convert = dtypes.bf16_from_f32_relu_hw if relu else dtypes.bf16_from_f32_hw
 
@@ -457,6 +463,8 @@ def _transpose(unit: TensorUnit, stream: Stream, config: dict, command: dict) ->
 HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/stages.py)
     "fetch": _fetch,
     "fetch_cast": _cast,
+    "fetch_table_lookup": _cast,  # the table holds each code's value, which is the conversion
+    "fetch_zero_point_sub": _zero_point_sub,
     "to_trf": _to_trf,
     "to_vrf": _to_vrf,
     "contract_outer": _contract,

@@ -21,6 +21,8 @@ FETCH_CASTS = {
     ("bf16", "f32"),
     ("f32", "bf16"),
 }
+TABLE_LOOKUPS = {("f4e2m1", "f8e4m3"), ("f4e2m1", "f8e5m2"), ("f8e4m3", "bf16"), ("f8e5m2", "bf16")}
+ZERO_POINT_SUBS = {("i4", "i5"), ("i8", "i9")}
 ENGINE_CASTS = {
     ("i32", "i4"),
     ("i32", "i8"),
@@ -78,6 +80,31 @@ def check_fetch_cast(source: DType, target: DType) -> None:
         raise VerifyError(
             "fetch-cast",
             f"fetch_cast: {source} → {target} is not a fetch adapter conversion (legal: identity, {legal})",
+        )
+
+
+def check_table_lookup(context: str, source: DType, target: DType) -> None:
+    """The fetch adapter's lookup table decodes narrow floats; only the main context has one."""
+    if context != "main":
+        raise VerifyError(
+            "fetch-table-context", f"fetch_table_lookup runs on the main context only, not on `{context}`"
+        )
+    if (source.name, target.name) not in TABLE_LOOKUPS:
+        legal = ", ".join(f"{a}→{b}" for a, b in sorted(TABLE_LOOKUPS))
+        raise VerifyError("fetch-table-types", f"fetch_table_lookup: {source} → {target} is not a table ({legal})")
+
+
+def check_zero_point_sub(source: DType, target: DType, zero_point: int) -> None:
+    """`v - zero_point` into the one-bit-wider staging type; the zero point is a value of the source type."""
+    if (source.name, target.name) not in ZERO_POINT_SUBS:
+        legal = ", ".join(f"{a}→{b}" for a, b in sorted(ZERO_POINT_SUBS))
+        raise VerifyError("fetch-zero-point-types", f"fetch_zero_point_sub: {source} → {target} is not one of {legal}")
+    lo, hi = source.int_range
+    if isinstance(zero_point, bool) or not isinstance(zero_point, int) or not lo <= zero_point <= hi:
+        raise VerifyError(
+            "fetch-zero-point-range",
+            f"fetch_zero_point_sub: zero_point {zero_point!r} is outside the source type's quantized range "
+            f"[{lo}, {hi}]",
         )
 
 
