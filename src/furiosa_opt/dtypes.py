@@ -3,9 +3,13 @@
 Every element lives in numpy in its ``DType.storage`` dtype (``ml_dtypes`` for the narrow floats).
 Two families of conversions coexist, as in the reference implementation:
 
-* user constructors (``from_user``, ``bf16_from_f32``): what host code building a tensor gets;
-* hardware legs (``from_f32`` / ``to_f32`` and the ``*_hw`` functions): what Fetch Adapter, Cast
-  Engine and Commit Adapter compute (flushed subnormals, one canonical NaN word).
+* user constructors (``from_user``, ``bf16_from_f32``) and the scalar methods of a dtype
+  (``bf16.from_f32(1.5)``, ``f8e4m3.to_f32(v)``, ``i4.from_i32(-9)``): what host code gets;
+* hardware legs (the module functions ``from_f32`` / ``to_f32`` and the ``*_hw`` functions): what
+  Fetch Adapter, Cast Engine and Commit Adapter compute (flushed subnormals, one canonical NaN word).
+
+The two differ only for bf16: ``bf16.to_f32(v)`` widens exactly (subnormals kept), the engines' leg
+flushes them; ``bf16.from_f32(x)`` keeps subnormals and NaN payloads, the engines' leg does not.
 
 All conversions are vectorised over arrays of any shape and work on the raw bit patterns.
 """
@@ -45,6 +49,114 @@ class DType:
         return self.name
 
     __str__ = __repr__
+
+    # --- Upstream's scalar methods (furiosa-opt-std/src/scalar.rs), spelled on the dtype ---
+    #
+    # | Python                                | upstream                                       |
+    # |---------------------------------------|------------------------------------------------|
+    # | bf16.from_f32(x) / bf16.to_f32(v)     | bf16::from_f32 / to_f32 (half: RNE; exact)     |
+    # | bf16.from_bits(b) / bf16.to_bits(v)   | bf16::from_bits / to_bits                      |
+    # | f8e4m3 / f8e5m2 .from_f32 / .to_f32   | f8e4m3::from_f32 / to_f32 (and f8e5m2's)       |
+    # | f4e2m1 .from_f32 .to_f32 .from_bits   | f4e2m1::from_f32 / to_f32 / from_bits /        |
+    # |   .to_bits .to_f8e4m3                 |   to_bits / to_f8e4m3                          |
+    # | i4 / i5 / i9 .from_i32 / .to_i32      | i4::from_i32 / to_i32 (and i5's, i9's)         |
+    # | i8 / i16 / i32 / u8 .from_i32 .to_i32 | Rust `v as i8` / `i32::from(v)` (no method)    |
+    # | f32.from_f32 / f32.to_f32             | the f32 itself                                 |
+    # | f8e4m3 / f8e5m2 / f32 .from_bits ...  | no public method upstream (raw codes)          |
+    #
+    # A scalar argument gives a numpy scalar of the dtype's storage, an array gives an array.
+
+    def from_f32(self, x):
+        """Upstream's ``<float type>::from_f32``: the nearest value of this float dtype (user rule).
+
+        ``x`` is first rounded to f32, as upstream's argument is an f32. bf16 rounds to nearest even
+        (overflow to inf, subnormals and NaN payloads kept, NaN made quiet); f8e4m3 saturates at ±448;
+        f8e5m2 rounds half up; f4e2m1 takes the nearest of its 16 codes (ties to the lower code).
+
+        >>> float(bf16.from_f32(1.01))
+        1.0078125
+        >>> float(f8e4m3.from_f32(1000.0))
+        448.0
+        """
+        _method_of(self, "from_f32", _FLOATS)
+        return _like(x, _FROM_USER[self](_f32_input(x)))
+
+    def to_f32(self, value):
+        """Upstream's ``<float type>::to_f32``: the exact f32 of a value of this dtype.
+
+        bf16 widens exactly, subnormals included (``half``'s rule: a NaN keeps its payload and gets the
+        quiet bit); the engines' bf16 leg (``dtypes.to_f32``) flushes subnormals instead. f8e4m3 NaN
+        codes give +qNaN; f4e2m1 decodes through its f8e4m3 table. ``value`` is this dtype's storage
+        (what ``from_f32`` returns) or its raw unsigned codes.
+
+        >>> float(bf16.to_f32(bf16.from_bits(0x3FC0)))
+        1.5
+        >>> float(f4e2m1.to_f32(f4e2m1.from_bits(0xF)))
+        -6.0
+        """
+        _method_of(self, "to_f32", _FLOATS)
+        if self == f32:
+            return _like(value, np.asarray(value, dtype=np.float32).copy())
+        return _like(value, _USER_TO_F32[self](value))
+
+    def from_bits(self, bits):
+        """Upstream's ``bf16::from_bits`` / ``f4e2m1::from_bits``: the value with this raw encoding.
+
+        f4e2m1 keeps the low nibble of a byte, as upstream; every other float dtype takes a code of its
+        width (f8e4m3 / f8e5m2 / f32 have no public method upstream: their codes come from byte images).
+
+        >>> float(bf16.from_bits(0xC040))
+        -3.0
+        >>> int(f4e2m1.to_bits(f4e2m1.from_bits(0x17)))
+        7
+        """
+        _method_of(self, "from_bits", _FLOATS)
+        limit = 1 << (8 if self == f4e2m1 else self.bits)
+        codes = _ints_in(bits, 0, limit - 1, f"{self.name}.from_bits")
+        if self == f4e2m1:
+            codes = codes & 0xF
+        return _like(bits, _as(codes, self))
+
+    def to_bits(self, value):
+        """Upstream's ``bf16::to_bits`` / ``f4e2m1::to_bits``: the raw encoding as unsigned integers.
+
+        >>> hex(bf16.to_bits(bf16.from_f32(-2.0)))
+        '0xc000'
+        """
+        _method_of(self, "to_bits", _FLOATS)
+        codes = _codes(np.asarray(value, dtype=np.float32) if self == f32 else value, self)
+        return _like(value, codes & 0xF if self == f4e2m1 else codes.copy())
+
+    def from_i32(self, x):
+        """Upstream's ``i4::from_i32`` (and ``i5``'s, ``i9``'s): keep the low bits, sign-extended.
+
+        For i8 / i16 / u8 this is Rust's ``v as i8`` (wrap), for i32 the value itself. ``x`` must be an
+        integer in the i32 range.
+
+        >>> int(i4.from_i32(-9)), int(i4.from_i32(7)), int(i9.from_i32(256))
+        (7, 7, -256)
+        """
+        _method_of(self, "from_i32", _INTS)
+        return _like(x, wrap_int(_ints_in(x, -(2**31), 2**31 - 1, f"{self.name}.from_i32"), self))
+
+    def to_i32(self, value):
+        """Upstream's ``i4::to_i32`` (``i32::from`` for the others): the value as an i32.
+
+        >>> int(i4.to_i32(i4.from_i32(-1)))
+        -1
+        """
+        _method_of(self, "to_i32", _INTS)
+        lo, hi = self.int_range
+        return _like(value, widen_int(_ints_in(value, lo, hi, f"{self.name}.to_i32")))
+
+    def to_f8e4m3(self, value):
+        """Upstream's ``f4e2m1::to_f8e4m3``: the Fetch Adapter's table lookup of an e2m1 code.
+
+        >>> hex(f8e4m3.to_bits(f4e2m1.to_f8e4m3(f4e2m1.from_bits(0x7))))
+        '0x4c'
+        """
+        _method_of(self, "to_f8e4m3", (f4e2m1,))
+        return _like(value, f8e4m3_from_f4e2m1(value))
 
 
 def _int(name: str, bits: int, storage: type, lo: int, hi: int, staging: int | None = None) -> DType:
@@ -142,6 +254,14 @@ def bf16_from_f32(x) -> np.ndarray:
     if nan.any():
         out[nan] = _as(_bf16_user_bits(_f32_bits(x[nan])), bf16)
     return out
+
+
+def f32_from_bf16(x) -> np.ndarray:
+    """User widening (``half::bf16::to_f32``): exact, subnormals kept; a NaN gets the quiet bit, keeps
+    its sign and payload."""
+    h = _codes(x, bf16).astype(np.uint32)
+    nan = (h & 0x7FFF) > 0x7F80
+    return (np.where(nan, h | 0x40, h) << 16).astype(np.uint32).view(np.float32)
 
 
 def _bf16_hw_bits(n: np.ndarray) -> np.ndarray:
@@ -349,6 +469,40 @@ _TO_F32 |= {f8e4m3: f32_from_f8e4m3, f8e5m2: f32_from_f8e5m2, f4e2m1: f32_from_f
 _FROM_F32 = {f32: lambda x: np.asarray(x, dtype=np.float32), bf16: bf16_from_f32_hw}
 _FROM_F32 |= {f8e4m3: f8e4m3_from_f32, f8e5m2: f8e5m2_from_f32, f4e2m1: f4e2m1_from_f32}
 _FROM_USER = _FROM_F32 | {bf16: bf16_from_f32}
+_USER_TO_F32 = _TO_F32 | {bf16: f32_from_bf16}
+_FLOATS = (f32, bf16, f8e4m3, f8e5m2, f4e2m1)
+_INTS = (i4, i5, i8, i9, i16, i32, u8)
+
+
+def _method_of(dtype: DType, method: str, owners: tuple[DType, ...]) -> None:
+    if dtype not in owners:
+        raise DTypeError(f"{dtype.name} has no {method}; it is a method of {', '.join(d.name for d in owners)}")
+
+
+def _f32_input(x) -> np.ndarray:
+    """``x`` as f32 (how upstream's f32 argument arrives); raw codes of another float type are refused."""
+    v = np.asarray(x)
+    if v.dtype.kind not in "iuf":
+        raise DTypeError(f"from_f32 takes real numbers (rounded to f32), got {v.dtype}")
+    with np.errstate(over="ignore", invalid="ignore"):  # f64 beyond the f32 range rounds to inf, as in Rust
+        return v.astype(np.float32)
+
+
+def _ints_in(x, lo: int, hi: int, what: str) -> np.ndarray:
+    """``x`` as an int64 array of integers in ``[lo, hi]``, else a ``DTypeError`` naming the first offender."""
+    v = np.asarray(x)
+    if v.dtype.kind not in "iu":
+        raise DTypeError(f"{what}: expected integers, got {v.dtype}")
+    bad = (v < lo) | (v > hi)
+    if bad.any():
+        first = v[np.unravel_index(np.flatnonzero(bad)[0], v.shape)]
+        raise DTypeError(f"{what}: expected integers in [{lo}, {hi}], got {first}")
+    return v.astype(np.int64)
+
+
+def _like(x, out: np.ndarray):
+    """A numpy scalar for a scalar argument, else the array."""
+    return out[()] if np.ndim(x) == 0 else out
 
 
 def _float_only(dtype: DType) -> None:
@@ -453,3 +607,72 @@ def unpack(data: bytes, dtype: DType, count: int) -> np.ndarray:
         nib[0::2], nib[1::2] = b & 0xF, b >> 4
         return wrap_int(nib, i4) if dtype == i4 else _as(nib, dtype)
     return np.frombuffer(data, dtype=dtype.storage.newbyteorder("<"), count=count).astype(dtype.storage)
+
+
+# --- Opt: upstream's initialized-or-not cell value (scalar.rs) ---
+
+
+@dataclass(frozen=True, slots=True)
+class Opt:
+    """Upstream's ``Opt<D>``: a value (``Opt.Init(v)``) or no value (``Opt.Uninit``).
+
+    Upstream uses it for cells a kernel never wrote; ``+`` and ``*`` combine two through ``zip_map``,
+    so anything with an uninitialized side stays uninitialized.
+
+    >>> (Opt.Init(2) + Opt.Init(3)).unwrap(), Opt.Init(2) * Opt.Uninit
+    (5, Opt.Uninit)
+    """
+
+    value: object = None
+    is_init: bool = False
+
+    @classmethod
+    def Init(cls, value: object) -> Opt:
+        """An initialized value: ``Opt.Init(7).unwrap() == 7``."""
+        return cls(value, True)
+
+    def map(self, f) -> Opt:
+        """``f`` applied to the value; ``Uninit`` stays ``Uninit``.
+
+        >>> Opt.Init(4).map(lambda v: v * 10), Opt.Uninit.map(lambda v: v * 10)
+        (Opt.Init(40), Opt.Uninit)
+        """
+        return Opt.Init(f(self.value)) if self.is_init else self
+
+    def zip_map(self, other: Opt, f) -> Opt:
+        """``f(a, b)`` of two initialized values, else ``Uninit``.
+
+        >>> Opt.Init(6).zip_map(Opt.Init(4), lambda a, b: a - b), Opt.Uninit.zip_map(Opt.Init(4), max)
+        (Opt.Init(2), Opt.Uninit)
+        """
+        return Opt.Init(f(self.value, other.value)) if self.is_init and other.is_init else Opt.Uninit
+
+    def unwrap(self) -> object:
+        """The value; an uninitialized one is an error (upstream panics).
+
+        >>> Opt.Init(1.5).unwrap()
+        1.5
+        """
+        if not self.is_init:
+            raise ValueError("unwrap of an uninitialized Opt value")
+        return self.value
+
+    def is_zero(self) -> bool:
+        """Upstream's ``Zero::is_zero``: an initialized zero (``Uninit`` is not zero).
+
+        >>> Opt.Init(0).is_zero(), Opt.Uninit.is_zero()
+        (True, False)
+        """
+        return self.is_init and self.value == 0
+
+    def __add__(self, other: Opt) -> Opt:
+        return self.zip_map(other, lambda a, b: a + b)
+
+    def __mul__(self, other: Opt) -> Opt:
+        return self.zip_map(other, lambda a, b: a * b)
+
+    def __repr__(self) -> str:
+        return f"Opt.Init({self.value!r})" if self.is_init else "Opt.Uninit"
+
+
+Opt.Uninit = Opt()
