@@ -522,6 +522,13 @@ def from_f32(x, dtype: DType) -> np.ndarray:
     return _FROM_F32[dtype](x)
 
 
+def table_lookup(values, source: DType, target: DType) -> np.ndarray:
+    """The fetch adapter's lookup table: each code's value in `target`. Upstream fills the table with
+    `target::from_f32(code.to_f32())` through the user conversion, so a NaN keeps its sign (f8e5m2's
+    negative NaNs decode to bf16 0xffc0); every other code is exact in its target."""
+    return _FROM_USER[target](to_f32(values, source))
+
+
 def convert(values, source: DType, target: DType) -> np.ndarray:
     """Element conversions of the fetch adapter and the Cast Engine (hardware rounding rules)."""
     if source == target:

@@ -180,10 +180,6 @@ CASES_F8 = [
     (fetch_table_lookup_decode_f8_to_bf16, f8e4m3, ml_dtypes.float8_e4m3fn, False),
     (fetch_table_lookup_decode_f8e5m2_to_bf16, f8e5m2, ml_dtypes.float8_e5m2, True),
 ]
-NEGATIVE_NAN_BUG = (
-    "src bug: fetch_table_lookup f8e5m2 -> bf16 turns the negative NaN codes 0xfd..0xff into 0x7fc0 (it uses "
-    "the hardware f32 -> bf16 leg, which canonicalises NaN); upstream's table is bf16::from_f32(to_f32()), 0xffc0"
-)
 
 
 def decoded_f8(kernel, dtype, code: np.ndarray, on: str) -> np.ndarray:
@@ -198,17 +194,15 @@ def decoded_f8(kernel, dtype, code: np.ndarray, on: str) -> np.ndarray:
 @pytest.mark.parametrize("on", ["cpu", "npu"])
 @pytest.mark.parametrize(("kernel", "dtype", "source", "signed_nan"), CASES_F8)
 def test_decode_f8_to_bf16(kernel, dtype, source, signed_nan, on):
-    """Every f8 code but f8e5m2's negative NaNs (pinned by the test below), on both backends."""
+    """Every f8 code, on both backends."""
     code = codes((A.size, Bf.size), 256, seed=3)
     got, want = decoded_f8(kernel, dtype, code, on), f8_to_bf16_bits(code, source, signed_nan).T
-    checked = ~(signed_nan & (want == 0xFFC0))
-    assert checked.sum() == code.size - (3 * code.size // 256 if signed_nan else 0)
-    np.testing.assert_array_equal(got[checked], want[checked])
+    np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.xfail(strict=True, reason=NEGATIVE_NAN_BUG)
 @pytest.mark.parametrize("on", ["cpu", "npu"])
 def test_decode_f8e5m2_negative_nan_keeps_its_sign(on):
+    """Upstream's table is `bf16::from_f32(to_f32())`: a negative NaN code decodes to 0xffc0."""
     code = codes((A.size, Bf.size), 256, seed=5)
     got = decoded_f8(fetch_table_lookup_decode_f8e5m2_to_bf16, f8e5m2, code, on)
     want = f8_to_bf16_bits(code, ml_dtypes.float8_e5m2, True).T

@@ -146,7 +146,7 @@ class Stream:
         """
         self._expect("fetch_table_lookup")
         rules.check_table_lookup(self.ctx.name, self.dtype, dtype)
-        return self._adapted("fetch_table_lookup", lambda v: dtypes.convert(v, self.dtype, dtype), dtype=dtype)
+        return self._adapted("fetch_table_lookup", lambda v: dtypes.table_lookup(v, self.dtype, dtype), dtype=dtype)
 
     @user_facing
     def fetch_zero_point_sub(self, zero_point: int, dtype: DType) -> Stream:

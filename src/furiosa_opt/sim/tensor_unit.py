@@ -189,6 +189,11 @@ def _cast(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stre
     return _relaid(unit, converted, config) if "packet" in config else converted
 
 
+def _table_lookup(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    target = dtype_by_name(config["dtype"])
+    return replace(stream, values=dtypes.table_lookup(stream.values, stream.dtype, target), dtype=target)
+
+
 def _zero_point_sub(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
     target = dtype_by_name(config["dtype"])
     values = (stream.values.astype(np.int32) - int(config["zero_point"])).astype(target.storage)
@@ -463,7 +468,7 @@ def _transpose(unit: TensorUnit, stream: Stream, config: dict, command: dict) ->
 HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/stages.py)
     "fetch": _fetch,
     "fetch_cast": _cast,
-    "fetch_table_lookup": _cast,  # the table holds each code's value, which is the conversion
+    "fetch_table_lookup": _table_lookup,
     "fetch_zero_point_sub": _zero_point_sub,
     "to_trf": _to_trf,
     "to_vrf": _to_vrf,
