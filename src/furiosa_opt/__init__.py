@@ -10,7 +10,7 @@ from typing import Any
 
 _MODULES = {  # the module that defines each public name; imported on first use
     "furiosa_opt.diagnostics": "FuriosaOptError VerifyError",
-    "furiosa_opt.dtypes": "bf16 f32 f4e2m1 f8e4m3 f8e5m2 i16 i32 i4 i5 i8 i9 u8",
+    "furiosa_opt.dtypes": "Opt bf16 f32 f4e2m1 f8e4m3 f8e5m2 i16 i32 i4 i5 i8 i9 u8",
     "furiosa_opt.lang.context": "DmaContext",
     "furiosa_opt.lang.device": "Context Device DeviceFunction device launch",
     "furiosa_opt.lang.pair": "VectorPair",
