@@ -79,9 +79,9 @@ class VectorPair:
     def _binary(self, method: str, op, mode, o0, o1, compute) -> VectorPair:
         combine = lambda x, o: compute(op, *ops.apply_arg_mode(mode, x, o))  # noqa: E731
         result = self._groups(method, op, (o0, o1), combine)
-        return self._record_with_op(method, op, (o0, o1), result, mode)
+        return self._record(method, op, (o0, o1), result, mode)
 
-    def _record_with_op(self, method: str, op, operands: tuple, result: VectorPair, mode) -> VectorPair:
+    def _record(self, method: str, op, operands: tuple, result: VectorPair, mode) -> VectorPair:
         """One op for the pass: the groups' operands as a `Branched` guarded by the group bit."""
         imms, port, tensor = [], None, None
         for group, operand in enumerate(operands):
@@ -168,7 +168,7 @@ class VectorPair:
                 raise VerifyError("vector-operand", f"`{method}` takes a pair `(a, b)` per group, got {operand!r}")
         combine = lambda x, pair_: ops.fp_ternary(op, *ops.apply_arg_mode(mode, x, *pair_))  # noqa: E731
         result = self._groups(method, op, (group0, group1), combine)
-        return self._record_with_op(method, op, (group0, group1), result, mode)
+        return self._record(method, op, (group0, group1), result, mode)
 
     @user_facing
     def vector_fp_div(self, group0: object, group1: object) -> VectorPair:
