@@ -38,9 +38,6 @@ class Rngd:
     ve_lanes: int = 8  # Vector Engine flit in i32/f32 elements (Way8)
     ve_reduce_slots: int = 8  # intra-slice reduce accumulator slots: InnerTime::SIZE ≤ 8 (intra-slice-reduce.md)
 
-    # ---- Switch Engine (computing-tensors/switch-engine.md): one ring router per slice of a cluster
-    switch_ring_slices: int = 256
-
     # ---- Transpose Engine (computing-tensors/transpose-engine.md, "Parameters" and "Buffering Modes")
     # element bits → (valid elements read per 32-byte flit, most input rows, legal input column counts)
     transpose_limits: tuple[tuple[int, tuple[int, int, tuple[int, ...]]], ...] = (

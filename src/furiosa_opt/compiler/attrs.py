@@ -1,46 +1,13 @@
-"""Attribute values of vISA ops as text: integers, dtypes, contexts, Switch configs and the Vector Engine's op
-values."""
+"""Attribute values of vISA ops as text: the contexts, and every value `literals.py` reads."""
 
 from __future__ import annotations
 
-import re
-
-from furiosa_opt import dtypes
+from furiosa_opt.compiler.literals import literal
 from furiosa_opt.lang.device import _SINGLETON
-from furiosa_opt.switch import parse_switch_config
-from furiosa_opt.vector import ops as vector_ops
 
 _CONTEXTS = {name: getattr(_SINGLETON, name) for name in ("main", "sub", "tdma", "pdma")}
 
 
 def parse_attr(text: str) -> object:
     """An attribute value from its text (mappings are read by the vISA reader, which knows the axes)."""
-    if re.fullmatch(r"-?\d+", text):
-        return int(text)
-    if re.fullmatch(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|-?inf|nan", text):  # every float `repr` prints
-        return float(text)
-    if text in ("None", "True", "False"):
-        return {"None": None, "True": True, "False": False}[text]
-    if text in _CONTEXTS:
-        return _CONTEXTS[text]
-    if text in {d.name for d in dtypes.ALL_DTYPES}:
-        return dtypes.dtype_by_name(text)
-    if text.startswith("SwitchConfig."):
-        return parse_switch_config(text)
-    if text.startswith("(") and text.endswith(")"):  # a ternary op's operand pair
-        return tuple(parse_attr(part) for part in _split_pair(text[1:-1]))
-    try:
-        return vector_ops.parse_op(text)
-    except ValueError:
-        raise ValueError(f"unknown attribute value `{text}`") from None
-
-
-def _split_pair(text: str) -> list[str]:
-    """The top-level parts of `a, b` (parts may hold parentheses or brackets themselves)."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    return [*parts, text[start:].strip()]
+    return _CONTEXTS[text] if text in _CONTEXTS else literal(text)

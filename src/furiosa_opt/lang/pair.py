@@ -49,11 +49,10 @@ class VectorPair:
 
     def _groups(self, method: str, op, operands: tuple, combine) -> VectorPair:
         """`combine(stream, operand)` in each group that has an operand; the ALU is the pass's once either does."""
-        slot = STAGES[method].slot
-        rules.check_stage(self.stage, self.way, method, slot)
+        slot = self._enter(method)
         alu = self.g0._op(op, method)
         rules.check_alu(alu, self.used, method)
-        if sum(_register_file(o) is not None for o in operands) > 1:
+        if sum(register_file(o) is not None for o in operands) > 1:
             raise VerifyError(
                 "vector-pair-operand",
                 f"`{method}`: both groups read a register-file tensor, but a pass has one register-file port",
@@ -87,7 +86,7 @@ class VectorPair:
         for group, operand in enumerate(operands):
             if operand is None:
                 continue
-            held = _register_file(operand)
+            held = register_file(operand)
             if held is not None:
                 tensor = held
                 port = (TagGuard.group(group), (RF, operand[1]) if isinstance(operand, tuple) else RF)
@@ -209,8 +208,7 @@ class VectorPair:
         pair.vector_fp_unary(FpUnaryOp.Exp, True, False)
         """
         method = "vector_fp_unary"
-        slot = STAGES[method].slot
-        rules.check_stage(self.stage, self.way, method, slot)
+        slot = self._enter(method)
         alu = self.g0._op(op, method, dtypes.f32)
         rules.check_alu(alu, self.used, method)
         groups = [
@@ -233,10 +231,11 @@ class VectorPair:
 
         pair.vector_fxp_to_fp(31)
         """
-        method = self._enter("vector_fxp_to_fp", dtypes.i32)
+        slot = self._enter("vector_fxp_to_fp", dtypes.i32)
         convert = lambda v: dtypes.fxp_to_fp(v, int_width)  # noqa: E731
         return self._both(
-            method,
+            "vector_fxp_to_fp",
+            slot,
             lambda g, slot: g._with(slot, active().elementwise(convert, g.stream.data), dtype=dtypes.f32),
             int_width=int_width,
         )
@@ -247,10 +246,11 @@ class VectorPair:
 
         pair.vector_fp_to_fxp(31)
         """
-        method = self._enter("vector_fp_to_fxp", dtypes.f32)
+        slot = self._enter("vector_fp_to_fxp", dtypes.f32)
         convert = lambda v: dtypes.fp_to_fxp(v, int_width)  # noqa: E731
         return self._both(
-            method,
+            "vector_fp_to_fxp",
+            slot,
             lambda g, slot: g._with(slot, active().elementwise(convert, g.stream.data), dtype=dtypes.i32),
             int_width=int_width,
         )
@@ -261,9 +261,10 @@ class VectorPair:
 
         pair.vector_narrow_split(m["1 # 2"], m["A % 2 # 4"])
         """
-        method = self._enter("vector_narrow_split")
+        slot = self._enter("vector_narrow_split")
         rules.check_narrow_split(self.g0.stream.time, self.g0.stream.packet, time, packet)
-        return self._both(method, lambda g, slot: g._relaid(slot, time, packet, way=4), time=time, packet=packet)
+        step = lambda g, slot: g._relaid(slot, time, packet, way=4)  # noqa: E731
+        return self._both("vector_narrow_split", slot, step, time=time, packet=packet)
 
     @user_facing
     def vector_widen_concat(self, time: Mapping, packet: Mapping) -> VectorPair:
@@ -271,9 +272,10 @@ class VectorPair:
 
         pair.vector_widen_concat(m["1"], m["A % 2 # 8"])
         """
-        method = self._enter("vector_widen_concat")
+        slot = self._enter("vector_widen_concat")
         rules.check_widen_concat(self.g0.stream.time, self.g0.stream.packet, time, packet)
-        return self._both(method, lambda g, slot: g._relaid(slot, time, packet, way=8), time=time, packet=packet)
+        step = lambda g, slot: g._relaid(slot, time, packet, way=8)  # noqa: E731
+        return self._both("vector_widen_concat", slot, step, time=time, packet=packet)
 
     @user_facing
     def vector_reinterpret(self, dtype: DType) -> VectorPair:
@@ -286,17 +288,18 @@ class VectorPair:
         def view(g, slot):
             return g._with(g.stage, active().elementwise(lambda v: v.view(dtype.storage), g.stream.data), dtype=dtype)
 
-        return self._both("vector_reinterpret", view, dtype=dtype)
+        return self._both("vector_reinterpret", self.stage, view, dtype=dtype)  # no stage of its own
 
     def _enter(self, method: str, scalar: DType | None = None) -> str:
-        rules.check_stage(self.stage, self.way, method, STAGES[method].slot)
+        """Check that `method` may come next in the pass (and its scalar); its slot (the stage table's)."""
+        slot = STAGES[method].slot
+        rules.check_stage(self.stage, self.way, method, slot)
         if scalar is not None:
             rules.check_scalar(self.dtype, scalar, method)
-        return method
+        return slot
 
-    def _both(self, method: str, step, **attrs) -> VectorPair:
+    def _both(self, method: str, slot: str, step, **attrs) -> VectorPair:
         """The same stage in both groups (`step(group, slot)`), recorded once for the pass."""
-        slot = self.stage if method == "vector_reinterpret" else STAGES[method].slot
         g0, g1 = step(self.g0, slot), step(self.g1, slot)
         result = VectorPair(g0, g1, slot, g0.way, self.used)
         active().record(method, (self,), (result,), **attrs)
@@ -371,24 +374,24 @@ class VectorPair:
     def _zip(self, method: str, op, mode, compute):
         """One stream of `op(group 0, group 1)` (the mode picks the groups), in the Zipped context: no
         stash follows; the tags are group 1's."""
-        slot = STAGES[method].slot
-        rules.check_stage(self.stage, self.way, method, slot)
+        slot = self._enter(method)
         alu = self.g0._op(op, method)
         rules.check_alu(alu, self.used, method)
         g0, g1 = self.g0, self.g1
         data = active().elementwise(
             lambda a, b: compute(op, *ops.apply_arg_mode(mode, a, b)), g0.stream.data, g1.stream.data
         )
-        result = g1._with(slot, data, alu=alu, stash=ZIPPED)
+        result = g1._with(slot, data, alu=alu, stash=rules.ZIPPED)
         result.used = self.used | {alu}
         active().record(method, (self,), (result,), op=op, mode=mode)
         return result
 
 
-ZIPPED = "zipped"  # the stash state of a zipped stream: pair mode has no stash to read or write
-
-
-def _register_file(operand: object) -> VrfTensor | None:
+def register_file(operand: object) -> VrfTensor | None:
+    """The VRF tensor a Vector Engine operand reads, if any: plain, a ternary pair's first part, or a
+    branched operand's port (the pass's one register-file port)."""
+    if isinstance(operand, Branched):
+        operand = operand.port[1] if operand.port else None
     if isinstance(operand, tuple):
         operand = operand[0]
     return operand if isinstance(operand, VrfTensor) else None

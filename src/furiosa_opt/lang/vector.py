@@ -20,7 +20,7 @@ from furiosa_opt.backend import active
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.flow import Flow
-from furiosa_opt.lang.pair import VectorPair
+from furiosa_opt.lang.pair import VectorPair, register_file
 from furiosa_opt.lang.tensors import VrfTensor
 from furiosa_opt.mapping import Axis, Mapping, MappingError
 from furiosa_opt.mapping.algebra import pair
@@ -40,7 +40,6 @@ from furiosa_opt.vector.ops import (
     TagMode,
     TernaryArgMode,
     alu_of,
-    reduce_identity,
     scalar_dtype,
 )
 from furiosa_opt.verify import vector as rules
@@ -194,7 +193,7 @@ class VectorStream:
     def _record_operand(self, method: str, operand: object, result: VectorStream, **attrs) -> None:
         """Record the op; a VRF operand (plain, or a branched port) is an operand of the vISA op, and the
         printed `Branched` names it `RF`."""
-        tensor = _register_file(operand)
+        tensor = register_file(operand)
         if isinstance(operand, Branched) and tensor is not None:
             payload = operand.port[1]
             shown = operand.with_port((RF, payload[1]) if isinstance(payload, tuple) else RF)
@@ -398,8 +397,7 @@ class VectorStream:
         label = axis.name
         rules.check_intra_slice_reduce(s.time, s.packet, time, packet, label)
         target = pair(*s.spatial, time, packet).factors
-        data = active().reduce(s.data, s.layout.factors, target, lambda a, x: ops.reduce_step(op, a, x),
-                               reduce_identity(op), False)  # fmt: skip
+        data = active().reduce(s.data, s.layout.factors, target, *ops.reducer(op), False)
         tags = active().reduce(self.tags, s.layout.factors, target, lambda a, x: x, np.uint8(0), False)
         result = self._with(stage, data, alu=alu, time=time, packet=packet, tags=tags)
         return self._recorded(result, method, op=op, axis=Mapping.from_node(Sym(axis)), time=time, packet=packet)
@@ -517,8 +515,7 @@ class VectorStream:
         s = self.stream
         rules.check_inter_slice_reduce(s.spatial[2], s.time, slice, time)
         target = pair(*s.spatial[:2], slice, time, s.packet).factors
-        data = active().reduce(s.data, s.layout.factors, target, lambda a, x: ops.reduce_step(op, a, x),
-                               reduce_identity(op), True)  # fmt: skip
+        data = active().reduce(s.data, s.layout.factors, target, *ops.reducer(op), True)
         stream = s.advanced("vector", s.dtype, time, s.packet, data, slice_=slice)
         tags = active().zeros(np.dtype(np.uint8), stream.layout.size)
         result = VectorStream(stream, tags, rules.INTER, 8, frozenset(), None, self.stage == "init")
@@ -549,15 +546,6 @@ class VectorStream:
         data = active().relayout(s.data, source, target, False)
         tags = active().relayout(self.tags, source, target, False)
         return self._with(stage, data, way=way, time=time, packet=packet, tags=tags)
-
-
-def _register_file(operand: object) -> VrfTensor | None:
-    """The VRF tensor an operand reads, if any: plain, a ternary pair's first, or a branched port's."""
-    if isinstance(operand, Branched):
-        operand = operand.port[1] if operand.port else None
-    if isinstance(operand, tuple):
-        operand = operand[0]
-    return operand if isinstance(operand, VrfTensor) else None
 
 
 def _stream_axis(reduce: object, layout: Mapping, method: str) -> Axis:

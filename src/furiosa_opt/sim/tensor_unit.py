@@ -21,6 +21,7 @@ import numpy as np
 from furiosa_opt import dtypes
 from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.lir import DM_BASE, Sequencer, sequencer_loops
+from furiosa_opt.compiler.literals import literal
 from furiosa_opt.dtypes import DType, dtype_by_name
 from furiosa_opt.fold import contraction_plan, fold, fold_through_views, fold_views, reduce_fold, widener
 from furiosa_opt.mapping import Mapping
@@ -31,7 +32,7 @@ from furiosa_opt.mapping.relayout import check_relayout, live_mask, relaid
 from furiosa_opt.sim.memory import Fault, Loops, Memories
 from furiosa_opt.switch import SwitchConfig, parse_switch_config
 from furiosa_opt.vector import arithmetic
-from furiosa_opt.vector.ops import RF, Branched, Stash, TagGuard, parse_op, reduce_identity
+from furiosa_opt.vector.ops import RF, Branched, Stash, TagGuard, parse_op
 from furiosa_opt.verify.contraction import accumulator
 
 ONE = "[1]"
@@ -48,7 +49,7 @@ class Stream:
     time: Mapping
     packet: Mapping
     tags: np.ndarray | None = None  # inside the Vector Engine: each element's 4-bit tag, same shape
-    pair: Mapping | None = None  # pair mode: the group axis, outermost in time (the configs give a group's time)
+    group_axis: Mapping | None = None  # pair mode: the group axis, outermost in time (configs give a group's)
 
     @property
     def layout(self) -> Mapping:
@@ -174,8 +175,8 @@ def _relaid(unit: TensorUnit, stream: Stream, config: dict, command: dict | None
     """The stream relaid out over the config's time (if it names one; in pair mode a group's, under the
     group axis) and packet."""
     time = unit.mapping(config["time"]) if "time" in config else stream.time
-    if stream.pair is not None and "time" in config:
-        time = pair(stream.pair, time)
+    if stream.group_axis is not None and "time" in config:
+        time = pair(stream.group_axis, time)
     packet = unit.mapping(config["packet"])
     source, target = stream.layout.factors, pair(time, packet).factors
     values = relaid(stream.values, source, target, False, drop)
@@ -227,26 +228,14 @@ def _payload(unit: TensorUnit, stream: Stream, config: dict, command: dict, valu
 
 def _slots(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> list[tuple]:
     """The op's operand as branch slots `[(guard, values)]`: a plain operand is one unconditional slot."""
-    text = config["operand"]
-    if text == "None":  # a VRF tensor, the config's `rf`
+    value = literal(config["operand"])
+    if value is None:  # a VRF tensor, the config's `rf`
         value = RF
-    elif text.startswith("("):
-        value = tuple(RF if part == "None" else _scalar(part) for part in text[1:-1].split(", "))
-    else:
-        value = _scalar(text)
+    elif isinstance(value, tuple) and value[0] is None:  # a ternary pair led by the VRF tensor
+        value = (RF, value[1])
     if isinstance(value, Branched):
         return [(guard, _payload(unit, stream, config, command, v)) for guard, v in value.slots]
     return [(TagGuard.all(), _payload(unit, stream, config, command, value))]
-
-
-def _scalar(text: str) -> object:
-    """A printed operand value: an op-vocabulary value (`Stash`, a `Branched`), an int or a float."""
-    if text[:1].isalpha() and text not in ("inf", "nan"):
-        return parse_op(text)
-    try:
-        return int(text)
-    except ValueError:
-        return float(text)
 
 
 def _branched(unit: TensorUnit, stream: Stream, config: dict, command: dict, combine: Callable) -> Stream:
@@ -279,11 +268,11 @@ def _ternary(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> S
 
 
 def _fp_unary(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
-    op, guard = parse_op(config["op"]), config["guard"]
+    op, guard = parse_op(config["op"]), literal(config["guard"])
     with np.errstate(all="ignore"):
         values = arithmetic.fp_unary(op, stream.values)
-        if guard != "None":
-            values = np.where(parse_op(guard).admits(stream.tags), values, stream.values)
+        if guard is not None:
+            values = np.where(guard.admits(stream.tags), values, stream.values)
     return replace(stream, values=values)
 
 
@@ -294,7 +283,7 @@ def _unzip(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Str
     values = relaid(stream.values, stream.layout.factors, pair(time, stream.packet).factors, False)
     group = np.repeat(np.arange(2, dtype=np.uint8), values.shape[1] // 2)
     tags = np.broadcast_to(group << np.uint8(3), values.shape).copy()
-    return replace(stream, values=values, time=time, tags=tags, pair=axis)
+    return replace(stream, values=values, time=time, tags=tags, group_axis=axis)
 
 
 def _zip(compute: Callable) -> Callable:
@@ -305,7 +294,7 @@ def _zip(compute: Callable) -> Callable:
         with np.errstate(all="ignore"):
             values = compute(op, *arithmetic.apply_arg_mode(mode, halves[:, 0], halves[:, 1]))
         time = split_at(stream.time, stream.time.size // 2)[1]
-        return replace(stream, values=values, time=time, tags=np.zeros(values.shape, dtype=np.uint8), pair=None)
+        return replace(stream, values=values, time=time, tags=np.zeros(values.shape, dtype=np.uint8), group_axis=None)
 
     return stage
 
@@ -332,10 +321,6 @@ def _reinterpret(unit: TensorUnit, stream: Stream, config: dict, command: dict) 
     return replace(stream, values=stream.values.view(dtype.storage), dtype=dtype)
 
 
-def _reducer(op) -> tuple[Callable, object]:
-    return (lambda acc, x: arithmetic.reduce_step(op, acc, x)), reduce_identity(op)
-
-
 def _intra_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
     """Each slice folds the reduced axis out of its time steps and packets (`fold.reduce_fold`). The fold
     reads the slices' layout too: which cells are padding may differ from slice to slice."""
@@ -358,7 +343,7 @@ def _cluster_reduce(
     clusters = stream.values.reshape(-1, per_cluster, stream.layout.size)
     source = clusters[:, : in_slice.size].reshape(clusters.shape[0], -1)
     target = pair(out_slice, time, packet)
-    step, identity = _reducer(parse_op(config["op"]))
+    step, identity = arithmetic.reducer(parse_op(config["op"]))
     whole = pair(in_slice, stream.time, stream.packet)  # one pair: a composite may span slice and time
     reduced = reduce_fold(source, whole.factors, target.factors, step, identity, broadcast)
 
@@ -412,7 +397,7 @@ def _switch(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> St
     """The ring's routing, from the config's numbers alone: each cluster's slices as an array
     `[slice2, slice1, slice0, time…, packet]` whose axes a named config permutes and broadcasts, or the
     routing table a CustomBroadcast carries (which input slice each output slice reads per moved step)."""
-    ring = RNGD.switch_ring_slices
+    ring = RNGD.slices_per_cluster  # the switch's ring has a router on every slice of a cluster
     n = unit.mapping(config["in_slice"]).size
     steps, lanes = stream.time.size, stream.packet.size
     clusters = stream.values.reshape(-1, ring, steps, lanes)

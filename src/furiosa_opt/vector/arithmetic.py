@@ -45,6 +45,7 @@ from furiosa_opt.vector.ops import (
     LogicBinaryOpI32,
     TagMode,
     TernaryArgMode,
+    reduce_identity,
 )
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "fxp",
     "logic",
     "reduce_step",
+    "reducer",
 ]
 
 I32_MIN = -(2**31)
@@ -377,6 +379,11 @@ def clip(op, a, b) -> np.ndarray:
                 return np.where(np.abs(x) > np.abs(y), x, y)
             case _:
                 return np.asarray(x + y, dtype=np.float32)
+
+
+def reducer(op) -> tuple[Callable, object]:
+    """A reduce op as `(step, identity)` for a sequential fold (`fold.reduce_fold`)."""
+    return (lambda acc, x: reduce_step(op, acc, x)), reduce_identity(op)
 
 
 def reduce_step(op, acc, x) -> np.ndarray:

@@ -94,10 +94,10 @@ def _named(config: SwitchConfig, in_slice: Mapping, in_time: Mapping, out_slice:
             f"(slice1 {s1}, slice0 {s0})",
         )
     _power_of_two("slice2", in_slice.size // (s1 * s0))
-    if config.kind == "InterTranspose" and in_slice.size != RNGD.switch_ring_slices:
+    if config.kind == "InterTranspose" and in_slice.size != RNGD.slices_per_cluster:
         raise VerifyError(
             "switch-all-slices",
-            f"InterTranspose spans all {RNGD.switch_ring_slices} slices: slice2 × slice1 × slice0 = {in_slice.size}",
+            f"InterTranspose spans all {RNGD.slices_per_cluster} slices: slice2 × slice1 × slice0 = {in_slice.size}",
         )
     by = {"Broadcast01": config.time0, "InterTranspose": s1 * (config.time0 or 1)}.get(config.kind, 1)
     if in_time.size % by:
