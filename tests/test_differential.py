@@ -31,7 +31,6 @@ from furiosa_opt.lang.tensors import TensorView
 ROOT = Path(__file__).resolve().parent.parent
 SEED = int(os.environ.get("FURIOSA_OPT_TEST_SEED", np.random.SeedSequence().entropy % 2**32))
 
-SUBBYTE = "stage 2 does not lay out sub-byte (i4/f4e2m1) tensors yet (issue 19)"
 # identity suffix → why it cannot run on both backends today
 EXPECTED_FAILURES: dict[str, str] = {
     "test_device.wrong_result_kernel": "deliberately returns the wrong type; test_device.py checks the refusal",
@@ -39,11 +38,6 @@ EXPECTED_FAILURES: dict[str, str] = {
     "test_reshape.reshape": "a 4-chip kernel: the simulator runs single-chip kernels",
     "test_reshape.reshape_different_num_axes": "a 4-chip kernel: the simulator runs single-chip kernels",
     "test_views.reshape": "a 4-chip kernel: the simulator runs single-chip kernels",
-    "test_book_transpose.i4_transpose": "stage 2 does not lay out sub-byte (i4) tensors yet (the sub-byte issue)",
-    "test_fetch_table_lookup.fetch_table_lookup_decode_e2m1": SUBBYTE,
-    "test_fetch_table_lookup.fetch_table_lookup_decode_e2m1_to_f8e5m2": SUBBYTE,
-    "test_fetch_table_lookup.fetch_table_lookup_decode_e2m1_mxfp4": SUBBYTE,
-    "test_contract_element_types.i4_contract": SUBBYTE,
 }
 
 

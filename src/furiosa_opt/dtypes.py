@@ -587,6 +587,21 @@ def _check_materializable(dtype: DType) -> None:
         raise DTypeError(f"{dtype.name} is a stream-only staging type and has no byte image")
 
 
+def pack_nibbles(values: np.ndarray, dtype: DType) -> np.ndarray:
+    """4-bit storage values [..., 2n] as their packed bytes [..., n] (uint8): element 2k in the low nibble
+    of byte k, 2k+1 in the high one, as upstream packs i4 and f4e2m1 in HBM and DM."""
+    codes = np.ascontiguousarray(values.astype(dtype.storage, copy=False)).view(np.uint8) & 0xF
+    return codes[..., 0::2] | (codes[..., 1::2] << 4)
+
+
+def unpack_nibbles(data: np.ndarray, dtype: DType) -> np.ndarray:
+    """Packed bytes [..., n] (uint8) as 4-bit storage values [..., 2n], the inverse of ``pack_nibbles``."""
+    codes = np.stack([data & 0xF, data >> 4], axis=-1).reshape(*data.shape[:-1], -1)
+    if dtype == i4:  # sign-extend the code into int8 storage
+        return ((codes.astype(np.int8) << 4) >> 4).astype(np.int8)
+    return codes.astype(np.uint8).view(dtype.storage)
+
+
 def pack(values, dtype: DType) -> bytes:
     """Little-endian byte image; 4-bit types put element 2k in the low nibble of byte k, 2k+1 in the high."""
     _check_materializable(dtype)
@@ -598,8 +613,7 @@ def pack(values, dtype: DType) -> bytes:
     flat = v.reshape(-1)
     dtype.nbytes(flat.size)
     if dtype.bits == 4:
-        nib = flat.view(np.uint8) & 0xF
-        return (nib[0::2] | (nib[1::2] << 4)).astype(np.uint8).tobytes()
+        return pack_nibbles(flat, dtype).tobytes()
     return flat.astype(dtype.storage.newbyteorder("<")).tobytes()
 
 
@@ -609,10 +623,7 @@ def unpack(data: bytes, dtype: DType, count: int) -> np.ndarray:
     if len(data) != dtype.nbytes(count):
         raise DTypeError(f"{count} x {dtype.name} needs {dtype.nbytes(count)} bytes, got {len(data)}")
     if dtype.bits == 4:
-        b = np.frombuffer(data, dtype=np.uint8)
-        nib = np.empty(count, dtype=np.int64)
-        nib[0::2], nib[1::2] = b & 0xF, b >> 4
-        return wrap_int(nib, i4) if dtype == i4 else _as(nib, dtype)
+        return unpack_nibbles(np.frombuffer(data, dtype=np.uint8), dtype)
     return np.frombuffer(data, dtype=dtype.storage.newbyteorder("<"), count=count).astype(dtype.storage)
 
 

@@ -74,7 +74,7 @@ def test_every_dma_visits_the_addresses_the_relayout_predicts(name):
         positions = np.flatnonzero(index >= 0)
         expected = (src.addresses(index[positions]), dst.addresses(positions))
         loops = [Loop(**loop) if isinstance(loop, dict) else loop for loop in command.dma["loops"]]
-        unit = src.units[-1]
+        unit = src.dtype.bits // 8
         walked = walk_dma(command.dma["src_base"], command.dma["dst_base"], command.dma["packet"], loops, unit)
         assert len(walked[0]) == len(positions)
         assert np.array_equal(walked[0], expected[0]) and np.array_equal(walked[1], expected[1])

@@ -165,14 +165,9 @@ def _transpose_config(kernel) -> dict:
     return configs[0]
 
 
-SUBBYTE = pytest.mark.xfail(
-    strict=True, reason="src: stage 2 refuses i4 tensors (`lower-subbyte`: no sub-byte layout in DM/HBM yet)"
-)
-
-
 @pytest.mark.parametrize(
     "kernel",
-    [pytest.param(k, marks=SUBBYTE) if CASES[k][0] == i4 else k for k in BOOK],
+    list(BOOK),
     ids=lambda k: k.__name__,
 )
 def test_book_parameters_and_latency(kernel):
@@ -187,7 +182,7 @@ def test_book_parameters_and_latency(kernel):
 
 def test_i4_parameters_from_the_rules():
     """The i4 example's numbers straight from the Transpose Engine rules, which stage 2 uses to derive the
-    config: they hold even though stage 2 cannot lay the kernel's i4 tensors out yet."""
+    config (the compiled kernel's config above must agree)."""
     params = asdict(check_transpose(i4, m["QB, QC"], m["QE # 64"], m["QB, QE"], m["QC # 64"]))
     book = BOOK[i4_transpose]
     for key in ("in_cols", "in_rows", "out_rows", "iterations", "packets_per_col"):

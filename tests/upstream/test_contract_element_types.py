@@ -14,13 +14,14 @@ the Contraction Engine does (`src/furiosa_opt/fold.py`), so the f32 sums are exa
 f32 as ml_dtypes reads them (every f8 and bf16 value is exact in f32; no bf16 input here is subnormal, which
 the hardware would flush).
 
-`i4_contract` runs on the CPU backend only: stage 2 cannot lay out a sub-byte DM tensor yet
-(`EXPECTED_FAILURES` in `tests/test_differential.py`); the differential harness runs the others on both.
+The differential harness runs every kernel on both backends; `i4_contract`'s test here does too, with
+both operands packed two codes per byte in HBM and DM.
 """
 
 import ml_dtypes
 import numpy as np
 import pytest
+from backends import backend
 
 from furiosa_opt import *
 
@@ -218,12 +219,12 @@ def folded(lhs: np.ndarray, rhs: np.ndarray, acc: type) -> np.ndarray:
     return out
 
 
-def contracted(kernel, lhs: np.ndarray, rhs: np.ndarray, dtype, k: str) -> np.ndarray:
-    """`kernel` on the CPU backend with `lhs` as `[A, k]` and `rhs` as the TRF's `[R, k]`, both `dtype`."""
-    with Context.acquire() as ctx:
+def contracted(kernel, lhs: np.ndarray, rhs: np.ndarray, dtype, k: str, on: str = "cpu") -> np.ndarray:
+    """`kernel` on backend `on` with `lhs` as `[A, k]` and `rhs` as the TRF's `[R, k]`, both `dtype`."""
+    with backend(on) as launch_, Context.acquire() as ctx:
         input = HostTensor.from_numpy(lhs, dtype, m[f"A, {k}"]).to_hbm(ctx.pdma)
         input_trf = HostTensor.from_numpy(rhs, dtype, m[f"R, {k}"]).to_hbm(ctx.pdma)
-        return launch(kernel, ctx, input, input_trf).to_host(ctx.pdma).to_numpy()
+        return launch_(kernel, ctx, input, input_trf).to_host(ctx.pdma).to_numpy()
 
 
 def finite_codes(rng: np.random.Generator, shape: tuple[int, ...], storage: type) -> np.ndarray:
@@ -277,12 +278,13 @@ def test_zero_point_sub_contract():
     np.testing.assert_array_equal(folded(lhs, rhs, np.int32) - actual, np.broadcast_to(shift, (A.size, R.size)))
 
 
-def test_i4_contract():
+@pytest.mark.parametrize("on", ["cpu", "npu"])
+def test_i4_contract(on):
     rng = np.random.default_rng(3)
     lhs = rng.integers(-8, 8, size=(A.size, K4.size), dtype=np.int8)
     rhs = rng.integers(-8, 8, size=(R.size, K4.size), dtype=np.int8)
     lhs[0], rhs[0] = -8, -8
-    actual = contracted(i4_contract, lhs, rhs, i4, "K4")
+    actual = contracted(i4_contract, lhs, rhs, i4, "K4", on)
     assert actual.dtype == np.int32 and actual[0, 0] == 64 * 64
     np.testing.assert_array_equal(actual, folded(lhs, rhs, np.int32))
 

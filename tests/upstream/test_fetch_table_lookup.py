@@ -11,10 +11,9 @@ ours decode inputs that hold every code of the source type against tables writte
 definitions (the sixteen e2m1 values; the f8 values as ml_dtypes reads them) and compare bit patterns, so
 `0x8 → -0.0` and the NaN words are pinned too.
 
-The f4e2m1 kernels run on the CPU backend only: stage 2 cannot lay out a sub-byte DM tensor yet
-(`EXPECTED_FAILURES` in `tests/test_differential.py`). The f8 → bf16 kernels are byte-sized; the
-differential harness runs them on both backends, and a test here also runs them on the simulator with every
-f8 code (the harness's random inputs hold no NaN, infinity or subnormal).
+Every kernel runs in the differential harness; the tests here also run each on both backends: the f4e2m1
+kernels with every e2m1 code (packed two per byte in HBM and DM, as upstream), the f8 → bf16 kernels with
+every f8 code (the harness's random inputs hold no NaN, infinity or subnormal).
 """
 
 import ml_dtypes
@@ -143,11 +142,11 @@ def f8_to_bf16_bits(code: np.ndarray, source: np.dtype, negative_nan_keeps_sign:
     return bits
 
 
-def run(kernel, array: np.ndarray, dtype, mapping):
-    """`kernel` on the CPU backend, the input `array` uploaded as `dtype` laid out by `mapping`."""
-    with Context.acquire() as ctx:
+def run(kernel, array: np.ndarray, dtype, mapping, on: str):
+    """`kernel` on backend `on`, the input `array` uploaded as `dtype` laid out by `mapping`."""
+    with backend(on) as launch_, Context.acquire() as ctx:
         input = HostTensor.from_numpy(array, dtype, mapping).to_hbm(ctx.pdma)
-        return launch(kernel, ctx, input).to_host(ctx.pdma).to_numpy()
+        return launch_(kernel, ctx, input).to_host(ctx.pdma).to_numpy()
 
 
 def test_oracle_tables_are_the_formats_values():
@@ -159,19 +158,21 @@ def test_oracle_tables_are_the_formats_values():
     np.testing.assert_array_equal(E2M1_AS_F8E5M2.view(ml_dtypes.float8_e5m2).astype(np.float32), E2M1_VALUES)
 
 
+@pytest.mark.parametrize("on", ["cpu", "npu"])
 @pytest.mark.parametrize(
     ("kernel", "axis"), [(fetch_table_lookup_decode_e2m1, A), (fetch_table_lookup_decode_e2m1_mxfp4, AM)]
 )
-def test_decode_e2m1_to_f32(kernel, axis):
+def test_decode_e2m1_to_f32(kernel, axis, on):
     code = codes((axis.size, B.size), 16, seed=1)
-    out = run(kernel, code.view(f4e2m1.storage), f4e2m1, m[f"{axis.name}, B"])
+    out = run(kernel, code.view(f4e2m1.storage), f4e2m1, m[f"{axis.name}, B"], on)
     assert out.dtype == np.float32 and out.shape == (B.size, axis.size)
     np.testing.assert_array_equal(out.view(np.uint32), E2M1_VALUES[code].T.view(np.uint32))
 
 
-def test_decode_e2m1_to_f8e5m2():
+@pytest.mark.parametrize("on", ["cpu", "npu"])
+def test_decode_e2m1_to_f8e5m2(on):
     code = codes((A.size, Bp.size), 16, seed=2)
-    out = run(fetch_table_lookup_decode_e2m1_to_f8e5m2, code.view(f4e2m1.storage), f4e2m1, m["A, Bp"])
+    out = run(fetch_table_lookup_decode_e2m1_to_f8e5m2, code.view(f4e2m1.storage), f4e2m1, m["A, Bp"], on)
     assert out.dtype == f8e5m2.storage and out.shape == (Bp.size, A.size)
     np.testing.assert_array_equal(out.view(np.uint8), E2M1_AS_F8E5M2[code].T)
 

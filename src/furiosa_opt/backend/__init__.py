@@ -22,7 +22,7 @@ _DEVICES: dict[str, Any] = {}  # FURIOSA_OPT_BACKEND value → the runtime that 
 
 def register_device(name: str, device: Any) -> None:
     """A device runtime (above the language) announces itself for `FURIOSA_OPT_BACKEND=name`: it runs
-    kernels (`device.run(kernel, leaves)`) and keeps HBM tensors (`device.upload(values)`). This keeps
+    kernels (`device.run(kernel, leaves)`) and keeps HBM tensors (`device.upload(values, dtype)`). This keeps
     the language from importing the layers above it; `furiosa_opt.runtime` registers `npu` on import."""
     _DEVICES[name] = device
 

@@ -453,9 +453,10 @@ class HbmTensor(Tensor):
 
     def _validate(self) -> None:
         super()._validate()
+        verify_memory.check_whole_bytes(self.dtype, self.params[1].size, "HbmTensor element (per chip)")
         home = selected_device() if isinstance(self.data, cpu.Buf) else None
         if home is not None:  # under a device backend, HBM tensors live in its memory from the moment they are made
-            self.data = home.upload(self.data.values())
+            self.data = home.upload(self.data.values(), self.dtype)
 
     @classmethod
     @user_facing

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
-
 from furiosa_opt import sim
 from furiosa_opt.compiler.edf import Edf
 from furiosa_opt.compiler.edf import Tensor as Leaf
 from furiosa_opt.diagnostics import VerifyError
+from furiosa_opt.dtypes import u8
 from furiosa_opt.lang.tensors import HbmTensor, TensorType, TensorView
 from furiosa_opt.runtime.memory import DEVICE, DeviceBuf, upload
 
@@ -37,14 +36,14 @@ def execute(identity: str, edf: Edf, leaves: list, returns: tuple[TensorType, ..
     fresh: dict[str, DeviceBuf] = {}
     for buffer in edf.buffers:
         if buffer["memory"] == "dram" and buffer["name"] not in dram:
-            fresh[buffer["name"]] = DeviceBuf(DEVICE.allocate(buffer["bytes"]), np.dtype(np.uint8))
+            fresh[buffer["name"]] = DeviceBuf(DEVICE.allocate(buffer["bytes"]), u8)
             dram[buffer["name"]] = fresh[buffer["name"]].device_bytes()
     sim.execute(edf, dram)
     results = []
     for t, out in zip(returns, edf.outputs, strict=True):
         home = bound.get(out.buffer) or fresh[out.buffer]
-        count = out.bytes // t.dtype.storage.itemsize
-        results.append(t.cls(t.dtype, t.params, DeviceBuf(home.allocation, t.dtype.storage, home.offset, count)))
+        count = out.bytes * 8 // t.dtype.bits
+        results.append(t.cls(t.dtype, t.params, DeviceBuf(home.allocation, t.dtype, home.offset, count)))
     return results
 
 
@@ -61,13 +60,13 @@ def _bind(identity: str, leaf: Leaf, value: object) -> DeviceBuf:
             f"expects {KINDS.get(leaf.kind, leaf.kind)}[{leaf.dtype}, {', '.join(leaf.levels)}]; recompile the kernel",
         )
     if not isinstance(tensor.data, DeviceBuf):  # made before the NPU backend was chosen: upload it now
-        tensor.data = upload(tensor.data.values())
+        tensor.data = upload(tensor.data.values(), tensor.dtype)
     home: DeviceBuf = tensor.data
-    offset = home.offset + (view.window * tensor.dtype.nbytes(1) if view else 0)
-    if offset + leaf.bytes > home.offset + len(home) * home.storage.itemsize:
+    offset = home.offset + (view.window * tensor.dtype.bits // 8 if view else 0)  # stage 2 refuses a split byte
+    if offset + leaf.bytes > home.offset + home.nbytes:
         raise VerifyError(
             "npu-arguments",
             f"`{identity}`: argument `{leaf.path}` spans {leaf.bytes} bytes from byte {offset - home.offset} of a "
-            f"{len(home) * home.storage.itemsize}-byte tensor",
+            f"{home.nbytes}-byte tensor",
         )
-    return DeviceBuf(home.allocation, np.dtype(np.uint8), offset, leaf.bytes)
+    return DeviceBuf(home.allocation, u8, offset, leaf.bytes)

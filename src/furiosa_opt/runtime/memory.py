@@ -15,8 +15,10 @@ import weakref
 
 import numpy as np
 
+from furiosa_opt import dtypes
 from furiosa_opt.arch import RNGD
 from furiosa_opt.diagnostics import VerifyError
+from furiosa_opt.dtypes import DType
 
 ALIGN = RNGD.dma_burst_bytes  # every allocation starts on a DMA burst, as stage 2 places DRAM buffers
 
@@ -76,39 +78,49 @@ DEVICE = DeviceMemory()
 
 
 class DeviceBuf:
-    """An HBM tensor's buffer in device memory, read and written like the CPU backend's `Buf`."""
+    """An HBM tensor's buffer in device memory, read and written like the CPU backend's `Buf`. Its bytes
+    are the device image: a 4-bit dtype packs two elements per byte, as stage 2 lays them out."""
 
     index = None  # no pending relayout: the buffer is the allocation itself
 
-    def __init__(self, allocation: Allocation, storage: np.dtype, offset: int = 0, count: int | None = None):
-        self.allocation, self.storage, self.offset = allocation, np.dtype(storage), offset
-        self.count = (allocation.nbytes - offset) // self.storage.itemsize if count is None else count
+    def __init__(self, allocation: Allocation, dtype: DType, offset: int = 0, count: int | None = None):
+        self.allocation, self.dtype, self.offset = allocation, dtype, offset
+        self.count = (allocation.nbytes - offset) * 8 // dtype.bits if count is None else count
 
     def __len__(self) -> int:
         return self.count
 
     def __repr__(self) -> str:
-        return f"DeviceBuf({self.allocation!r}, {self.storage}, offset={self.offset})"
+        return f"DeviceBuf({self.allocation!r}, {self.dtype}, offset={self.offset})"
+
+    @property
+    def nbytes(self) -> int:
+        return self.dtype.nbytes(self.count)
 
     def device_bytes(self) -> np.ndarray:
         """The live uint8 view of the bytes in device memory (what a launch binds)."""
-        return self.allocation.bytes[self.offset : self.offset + self.count * self.storage.itemsize]
+        return self.allocation.bytes[self.offset : self.offset + self.nbytes]
 
     @property
     def base(self) -> np.ndarray:
-        """A copy of the bytes as the storage dtype: the PCIe download every host read makes."""
-        return self.device_bytes().view(self.storage).copy()
+        """A copy of the values in storage dtype: the PCIe download every host read makes."""
+        if self.dtype.bits < 8:
+            return dtypes.unpack_nibbles(self.device_bytes(), self.dtype)
+        return self.device_bytes().view(self.dtype.storage).copy()
 
     def values(self) -> np.ndarray:
         return self.base
 
     def with_values(self, values: np.ndarray) -> DeviceBuf:
         """Write `values` (the whole buffer, storage dtype) back into device memory: the PCIe upload."""
-        self.device_bytes().view(self.storage)[:] = values
+        if self.dtype.bits < 8:
+            self.device_bytes()[:] = dtypes.pack_nibbles(np.asarray(values), self.dtype)
+        else:
+            self.device_bytes().view(self.dtype.storage)[:] = values
         return self
 
 
-def upload(values: np.ndarray) -> DeviceBuf:
-    """A new device allocation holding `values` (a host buffer in wire order)."""
+def upload(values: np.ndarray, dtype: DType) -> DeviceBuf:
+    """A new device allocation holding `values` (a host buffer of `dtype` in wire order)."""
     values = np.ascontiguousarray(values)
-    return DeviceBuf(DEVICE.allocate(values.nbytes), values.dtype).with_values(values)
+    return DeviceBuf(DEVICE.allocate(dtype.nbytes(values.size)), dtype, count=values.size).with_values(values)

@@ -76,7 +76,7 @@ def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
 
 def _dma(memories: Memories, command: dict, buffers: dict[str, dict]) -> None:
     source, target = buffers[command["inputs"][0]], buffers[command["outputs"][0]]
-    memories.dma(source, target, command["dma"], dtype_by_name(source["dtype"]).nbytes(1))
+    memories.dma(source, target, command["dma"], max(1, dtype_by_name(source["dtype"]).bits // 8))
 
 
 def _problem(error: Exception) -> str:

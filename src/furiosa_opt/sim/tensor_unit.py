@@ -96,27 +96,27 @@ class TensorUnit:
         time, packet = self.mapping(config["time"]), self.mapping(config["packet"])
         layout = pair(time, packet)
         check_relayout(pair(self.mapping(ONE), self.mapping(config["element"])).factors, layout.factors, True)
-        loops = _loops(sequencer, 1, layout, "fetch")
+        loops = _loops(sequencer, 1, layout, "fetch", dtype)
+        if sequencer.interleave and dtype.bits < 8:
+            raise Unsupported(f"a pair-mode fetch of {dtype} (4-bit) tensors")
         bases = sequencer.interleave or [sequencer.base]
-        loads = [self.memories.load("sram", b - DM_BASE, loops, dtype.nbytes(1), _live(layout)) for b in bases]
-        values = [_as(raw, dtype) for raw in loads]
+        values = [_read(self.memories, "sram", b - DM_BASE, loops, dtype, _live(layout)) for b in bases]
         return Stream(_selected(values, sequencer) if sequencer.interleave else values[0], dtype, time, packet)
 
     def commit(self, stream: Stream, command: dict) -> None:
         """The stream's live positions written where the commit sequencer's walk of DM (memory 0) puts them."""
         sequencer = Sequencer.from_dict(command["commit"])
-        loops = _loops(sequencer, 0, stream.layout, "commit")
-        unit = stream.dtype.nbytes(1)
-        raw = _bytes(stream.values, stream.dtype).reshape(stream.values.shape[0], -1, unit)
-        self.memories.store("sram", sequencer.base - DM_BASE, loops, unit, raw, _live(stream.layout))
+        loops = _loops(sequencer, 0, stream.layout, "commit", stream.dtype)
+        _write(
+            self.memories, "sram", sequencer.base - DM_BASE, loops, stream.dtype, stream.values, _live(stream.layout)
+        )
 
     def store(self, stream: Stream, command: dict, target: Mapping) -> None:
         """A register-file store: the stream relaid into the file's layout at the buffer's address."""
         buffer = self.buffers[command["outputs"][0]]
         values = relaid(stream.values, stream.layout.factors, target.factors, broadcast=False)
-        unit = stream.dtype.nbytes(1)
-        raw = _bytes(values, stream.dtype).reshape(values.shape[0], -1, unit)
-        self.memories.store(buffer["memory"], buffer["address"], ((target.size,), (unit,)), unit, raw)
+        loops = _contiguous(target.size, stream.dtype)
+        _write(self.memories, buffer["memory"], buffer["address"], loops, stream.dtype, values, None)
 
     def operand(self, command: dict, config: dict, memory: str) -> Operand:
         """The register-file tensor an engine reads (the buffer its config names in `rf`), from the
@@ -129,9 +129,8 @@ class TensorUnit:
         buffer = self.buffers[name]
         dtype = dtype_by_name(buffer["dtype"])
         levels = tuple(self.mapping(level) for level in buffer["levels"][3:])
-        unit = dtype.nbytes(1)
-        raw = self.memories.load(memory, buffer["address"], ((pair(*levels).size,), (unit,)), unit)
-        return Operand(_as(raw, dtype), dtype, levels)
+        loops = _contiguous(pair(*levels).size, dtype)
+        return Operand(_read(self.memories, memory, buffer["address"], loops, dtype, None), dtype, levels)
 
     # ---- the Contraction Engine ----
 
@@ -498,13 +497,63 @@ HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/s
 }
 
 
-def _loops(sequencer: Sequencer, memory: int, layout: Mapping, which: str) -> Loops:
+def _per_byte(dtype: DType) -> int:
+    """Stream positions one sequencer step reads: two for a 4-bit type (a byte, low nibble first), else one."""
+    return 8 // dtype.bits if dtype.bits < 8 else 1
+
+
+def _loops(sequencer: Sequencer, memory: int, layout: Mapping, which: str, dtype: DType) -> Loops:
     """The sequencer's loops in `memory`, which must visit every position of the stream once."""
     sizes, strides = sequencer_loops(sequencer, memory)
     sizes = tuple(max(0, n) for n in sizes)  # a negative size visits nothing, as the address walk did
-    if math.prod(sizes) != layout.size:
-        raise Fault(f"the {which} sequencer visits {math.prod(sizes)} positions, the stream has {layout.size}")
+    if math.prod(sizes) * _per_byte(dtype) != layout.size:
+        visits = math.prod(sizes) * _per_byte(dtype)
+        raise Fault(f"the {which} sequencer visits {visits} positions, the stream has {layout.size}")
     return sizes, strides
+
+
+def _contiguous(count: int, dtype: DType) -> Loops:
+    """The loop over `count` packed elements from a register file's start."""
+    return (count // _per_byte(dtype),), (max(1, dtype.bits // 8),)
+
+
+def _byte_live(live: np.ndarray | None, dtype: DType) -> np.ndarray | None:
+    """Which bytes a walk touches: those holding a live position."""
+    return None if live is None else live.reshape(-1, _per_byte(dtype)).any(axis=1)
+
+
+def _read(memories: Memories, memory: str, start: int, loops: Loops, dtype: DType, live: np.ndarray | None):
+    """[slices, positions] values the loops visit (a 4-bit type: each byte's two nibbles, low first);
+    positions not `live` read zero."""
+    if dtype.bits >= 8:
+        return _as(memories.load(memory, start, loops, dtype.nbytes(1), live), dtype)
+    raw = memories.load(memory, start, loops, 1, _byte_live(live, dtype))
+    values = dtypes.unpack_nibbles(raw.reshape(raw.shape[0], -1), dtype)
+    if live is not None:
+        values[:, ~live] = 0
+    return values
+
+
+def _write(
+    memories: Memories, memory: str, start: int, loops: Loops, dtype: DType, values: np.ndarray, live: np.ndarray | None
+) -> None:
+    """Store `values` [slices, positions] where the loops put them, only the `live` positions. A byte
+    holding one live 4-bit position keeps its other nibble (read, merged, written back)."""
+    if dtype.bits >= 8:
+        unit = dtype.nbytes(1)
+        memories.store(memory, start, loops, unit, _bytes(values, dtype).reshape(values.shape[0], -1, unit), live)
+        return
+    touched = _byte_live(live, dtype)
+    if live is not None:
+        values = np.where(
+            live,
+            values,
+            _read(
+                memories, memory, start, loops, dtype, None if touched.all() else np.repeat(touched, _per_byte(dtype))
+            ),
+        )
+    packed = dtypes.pack_nibbles(values, dtype)
+    memories.store(memory, start, loops, 1, packed.reshape(*packed.shape, 1), touched)
 
 
 def _selected(values: list[np.ndarray], sequencer: Sequencer) -> np.ndarray:

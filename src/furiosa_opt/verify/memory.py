@@ -27,7 +27,20 @@ def check_spatial(cluster: Mapping, slice_: Mapping, what: str) -> None:
         )
 
 
+def check_whole_bytes(dtype: DType, count: int, what: str) -> None:
+    """A 4-bit tensor packs two elements per byte and memory is addressed in bytes: each block the
+    hardware places on its own (a chip's HBM element, a slice's DM element) must be whole bytes."""
+    if count * dtype.bits % 8:
+        raise VerifyError(
+            "subbyte-alignment",
+            f"{what}: {count} {dtype} elements make {count * dtype.bits} bits, not a whole number of bytes "
+            f"({dtype} packs two elements per byte)",
+            notes=("pad the element mapping to an even size, e.g. `m[\"O # 4\"]`",),
+        )
+
+
 def check_capacity(rule: str, memory: str, dtype: DType, count: int, limit: int, unit: str) -> None:
+    check_whole_bytes(dtype, count, f"{memory} tensor element ({unit})")
     used = dtype.nbytes(count)
     if used > limit:
         raise VerifyError(
@@ -51,23 +64,27 @@ def check_dma_layout(
     """DMA writes into SRAM move 8-byte units: the burst both element layouts share must end on that
     boundary, and so must every destination stride from the burst outward (`assert_dma_layout`)."""
     _, packet, _ = dma_tails(src_element, dst_element)
-    tail = dtype.nbytes(packet)
-    if tail % min_align:
+    if packet * dtype.bits % (8 * min_align):
         raise VerifyError(
             "dma-tail-alignment",
             f"{what}: DMA tail alignment violation: reachable destination tail end is not aligned to "
             f"{min_align} bytes: the innermost run `{src_element}` → `{dst_element}` shares is {packet} "
-            f"elements = {tail} bytes",
+            f"elements = {_bytes(packet, dtype)} bytes",
             notes=(f"keep the innermost axis contiguous on both sides, or pad it to a multiple of {min_align} bytes",),
         )
     (entries,) = sequence([src], [dst], Mode.CARVE)
     stride = 1
     for entry in reversed(entries):
-        if stride >= packet and dtype.nbytes(stride) % min_align:
+        if stride >= packet and stride * dtype.bits % (8 * min_align):
             raise VerifyError(
                 "dma-stride-alignment",
                 f"{what}: DMA address stride alignment violation: destination stream stride {stride} (at or "
-                f"past the burst packet) is {dtype.nbytes(stride)} bytes, not aligned to {min_align}-byte "
+                f"past the burst packet) is {_bytes(stride, dtype)} bytes, not aligned to {min_align}-byte "
                 "granularity",
             )
         stride *= entry.size
+
+
+def _bytes(count: int, dtype: DType) -> str:
+    """The bytes `count` elements take, as a number (half a byte for an odd count of a 4-bit type)."""
+    return f"{count * dtype.bits / 8:g}"

@@ -5,6 +5,8 @@ one config per engine stage, and syncs order commands across contexts (see docs/
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,9 +19,9 @@ from furiosa_opt.compiler.lower.addresses import (
     commit_sequencer,
     dma_loops,
     dram_layout,
-    element_bytes,
     fetch_sequencer,
     sram_layout,
+    to_bytes,
 )
 from furiosa_opt.compiler.lower.engines import DERIVED
 from furiosa_opt.compiler.lower.placement import place
@@ -79,7 +81,7 @@ class _Lowering:
             tensor.dtype.name,
             [str(p) for p in tensor.params],
             0,
-            tensor.dtype.nbytes(count),
+            tensor.dtype.nbytes(count),  # whole bytes: the language refuses a 4-bit tensor that is not
             -1 if op is None else len(self.commands),
             -1,
         )
@@ -161,7 +163,7 @@ class _Lowering:
     def layout(self, obj: object) -> Layout:
         if isinstance(obj, TensorView):
             base = self.layout(obj.base)
-            shift = obj.window * element_bytes(obj.dtype)
+            shift = to_bytes(obj.window * obj.dtype.bits, obj.dtype, "the view's window")
             return Layout((*obj.outer, obj.element), base.units, base.base + shift, obj.dtype)
         tensor: Tensor = obj
         buffer = self.buffers[self.of_value[self._value_of(tensor)]]
@@ -176,48 +178,51 @@ class _Lowering:
         raise KeyError(obj)
 
     def fill(self, pending: _Pending, command: Command) -> None:
-        op = pending.op
-        try:
-            if command.kind == "dma":
+        if command.kind == "dma":
+            with _at(pending.op):
                 src, dst = self.layout(pending.source), self.layout(pending.target)
-                packet, loops = dma_loops(src, dst, op.opcode)
+                whole = not isinstance(pending.target, TensorView)
+                packet, loops = dma_loops(src, dst, pending.op.opcode, whole)
                 command.dma = {"src_base": src.base, "dst_base": dst.base, "packet": packet, "loops": loops}
-            else:
-                self.fill_exec(pending.chain, command)
-        except VerifyError as error:
-            error.location = _location(op)
-            raise
+        else:
+            self.fill_exec(pending.chain, command)
 
     def fill_exec(self, chain: list[visa.Op], command: Command) -> None:
         begin, fetch, terminal = chain[0], chain[1], chain[-1]
         view = self.objects[begin.operands[0]]
-        source = self.layout(view)
         pair_mode = begin.opcode == "begin_interleaved"  # the selector picks one of two DM tensors
-        command.fetch = fetch_sequencer(
-            self.base_of(begin.operands[0]),
-            source.base,
-            view.dtype,
-            begin.attr("axis") if pair_mode else m["1"],
-            view.element,
-            fetch.attr("time"),
-            fetch.attr("packet"),
+        with _at(fetch):  # a fetch the sequencer cannot walk is the fetch line's fault
+            command.fetch = fetch_sequencer(
+                self.base_of(begin.operands[0]),
+                self.layout(view).base,
+                view.dtype,
+                begin.attr("axis") if pair_mode else m["1"],
+                view.element,
+                fetch.attr("time"),
+                fetch.attr("packet"),
+                command.context,
+                [self.layout(self.objects[name]).base for name in begin.operands] if pair_mode else None,
+            )
+        with _at(terminal):
+            command.engines = [self.engine(op) for op in chain[1:]]
+            command.engines[0]["element"] = format_attr(view.element)  # what the fetch reads: the view's element
+            if terminal.opcode in ("commit", "commit_view"):
+                self.fill_commit(terminal, command)
+
+    def fill_commit(self, terminal: visa.Op, command: Command) -> None:
+        stream = self.objects[terminal.operands[0]]
+        view = terminal.opcode == "commit_view"
+        target = self.objects[terminal.operands[1]] if view else self.objects[terminal.results[0].name]
+        element = target.element if isinstance(target, TensorView) else target.params[3]
+        command.commit = commit_sequencer(
+            command.outputs[0],
+            self.layout(target).base,
+            stream.dtype,
+            stream.time,
+            stream.packet,
+            element,
             command.context,
-            [self.layout(self.objects[name]).base for name in begin.operands] if pair_mode else None,
         )
-        command.engines = [self.engine(op) for op in chain[1:]]
-        command.engines[0]["element"] = format_attr(view.element)  # what the fetch reads: the view's element
-        if terminal.opcode in ("commit", "commit_view"):
-            stream = self.objects[terminal.operands[0]]
-            target = (
-                self.objects[terminal.operands[1]]
-                if terminal.opcode == "commit_view"
-                else self.objects[terminal.results[0].name]
-            )
-            destination = self.layout(target)
-            element = target.element if isinstance(target, TensorView) else target.params[3]
-            command.commit = commit_sequencer(
-                command.outputs[0], destination.base, stream.dtype, stream.time, stream.packet, element, command.context
-            )
 
     def engine(self, op: visa.Op) -> dict:
         """A stage's config: its attributes as vISA prints them, and `rf`, the register-file buffer it
@@ -251,6 +256,16 @@ def _window_extent(view: TensorView) -> int:
         live = np.flatnonzero(evaluate(view.element.factors, np.arange(view.element.size, dtype=np.int64)).live)
         extent = int(live[-1]) + 1 if len(live) else 0
     return (outer - 1) * view.base.params[-1].size + extent
+
+
+@contextmanager
+def _at(op: visa.Op | None) -> Iterator[None]:
+    """Refusals raised inside point at `op`'s line."""
+    try:
+        yield
+    except VerifyError as error:
+        error.location = _location(op)
+        raise
 
 
 def _location(op: visa.Op | None) -> Location | None:

@@ -1,8 +1,11 @@
 """Byte addresses of tensors and the loops that walk them: DMA descriptors and stream sequencers.
 
-A tensor's buffer is its levels paired (`[Chip, Cluster, Slice, Element]`); each level has a byte unit
-(element: the dtype's size; slice: the 4 MB slice stride; …), so a position's address is the sum of
-its level positions times their units. DMA loops come from the joint refinement of the source and
+A tensor's buffer is its levels paired (`[Chip, Cluster, Slice, Element]`); each level has a unit in
+bits (element: the dtype's width; slice: the 4 MB slice stride; …), so a position's bit address is the
+sum of its level positions times their units. Bits, because i4 and f4e2m1 pack two elements per byte:
+every stride and packet the hardware walks must still come out a whole number of bytes, which
+`to_bytes` checks, so a 4-bit tensor moves in element pairs (upstream's rule that a sub-byte region be
+byte-aligned). DMA loops come from the joint refinement of the source and
 destination levels (without merging digits across levels), one loop per live destination sub-digit;
 fetch and commit sequencers come from the matcher of mapping/sequencer.py.
 """
@@ -20,7 +23,7 @@ from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping import Mapping
 from furiosa_opt.mapping.factors import BC, concat, size
-from furiosa_opt.mapping.refine import refine
+from furiosa_opt.mapping.refine import SubDigit, refine
 from furiosa_opt.mapping.sequencer import Mode, max_access, sequence
 
 MAX_DMA_LOOPS = 6  # limits per side of the external DMA descriptor
@@ -31,8 +34,8 @@ class Layout:
     """A buffer seen through some levels: the levels' mappings, their byte units, and a base address."""
 
     levels: tuple[Mapping, ...]
-    units: tuple[int, ...]  # bytes per position of each level
-    base: int
+    units: tuple[int, ...]  # bits per position of each level
+    base: int  # bytes
     dtype: DType
 
     @property
@@ -50,55 +53,77 @@ class Layout:
     def inner_size(self, level: int) -> int:
         return math.prod(m.size for m in self.levels[level + 1 :])
 
-    def byte_stride(self, factor_index: int, position_stride: int) -> int:
+    def bit_stride(self, factor_index: int, position_stride: int) -> int:
         level = self.level_of(factor_index)
         return position_stride // self.inner_size(level) * self.units[level]
 
     def addresses(self, positions: np.ndarray) -> np.ndarray:
-        """Byte address of each flat position of the paired levels."""
-        out = np.full(positions.shape, self.base, dtype=np.int64)
+        """Byte address of each flat position of the paired levels (a 4-bit element: its byte's)."""
+        bits = np.zeros(positions.shape, dtype=np.int64)
         rest = positions.astype(np.int64)
         for level, unit in zip(reversed(self.levels), reversed(self.units), strict=True):
-            out += rest % level.size * unit
+            bits += rest % level.size * unit
             rest //= level.size
-        return out
+        return self.base + bits // 8
 
 
-def element_bytes(dtype: DType) -> int:
-    if dtype.bits % 8:
-        raise VerifyError("lower-subbyte", f"stage 2 does not lay out {dtype} (sub-byte) tensors yet")
-    return dtype.bits // 8
+def to_bytes(bits: int, dtype: DType, what: str) -> int:
+    """`bits` as bytes; refused when a 4-bit tensor would start, step or end inside a byte."""
+    if bits % 8:
+        raise VerifyError(
+            "subbyte-alignment",
+            f"{what}: {bits // dtype.bits} {dtype} element(s) make {bits} bits, not a whole number of bytes "
+            f"({dtype} packs two elements per byte and the hardware addresses bytes)",
+            notes=(f"give the axes that {dtype} data moves along even sizes, so every run is whole bytes",),
+        )
+    return bits // 8
 
 
 def dram_layout(levels: tuple[Mapping, ...], dtype: DType, base: int) -> Layout:
-    return Layout(levels, (CHIP_STRIDE, element_bytes(dtype)), base, dtype)
+    return Layout(levels, (CHIP_STRIDE * 8, dtype.bits), base, dtype)
 
 
 def sram_layout(levels: tuple[Mapping, ...], dtype: DType, offset: int) -> Layout:
     cluster_unit = RNGD.slices_per_cluster * SLICE_STRIDE
-    units = (CHIP_STRIDE, cluster_unit, SLICE_STRIDE, element_bytes(dtype))
+    units = (CHIP_STRIDE * 8, cluster_unit * 8, SLICE_STRIDE * 8, dtype.bits)
     return Layout(levels, units, DM_BASE + offset, dtype)
 
 
 # ---- DMA --------------------------------------------------------------------------------------------
 
 
-def dma_loops(src: Layout, dst: Layout, what: str) -> tuple[int, list[Loop]]:
-    """(packet bytes, loops outermost first) moving every live destination cell from its source."""
+def dma_loops(src: Layout, dst: Layout, what: str, whole: bool = True) -> tuple[int, list[Loop]]:
+    """(packet bytes, loops outermost first, strides in bytes) moving every live destination cell from its
+    source. `whole`: the destination is a whole tensor (not a view), so its padding may be written."""
     src_subs, dst_subs = refine(src.factors, dst.factors)
     held = {(d.key, d.cut): d for d in src_subs}
     loops: list[tuple[int, Loop]] = []  # (destination position stride, loop)
     for d in dst_subs:
         match = held.get((d.key, d.cut))
-        src_stride = src.byte_stride(match.factor, match.pos) if match else 0
-        loops.append((d.pos, Loop(d.count, src_stride, dst.byte_stride(d.factor, d.pos))))
+        src_stride = src.bit_stride(match.factor, match.pos) if match else 0
+        count = _padded_run(src, dst, match, d) if match and whole else d.count
+        loops.append((d.pos, Loop(count, src_stride, dst.bit_stride(d.factor, d.pos))))
     position = size(dst.factors)
     for i, f in enumerate(dst.factors):  # destination broadcasts re-read the source
         position //= f.e
         if f.atom == BC and f.m > 1:
-            loops.append((position, Loop(f.m, 0, dst.byte_stride(i, position))))
+            loops.append((position, Loop(f.m, 0, dst.bit_stride(i, position))))
     ordered = [loop for _, loop in sorted(loops, key=lambda item: -item[0])]
-    return _packet(_coalesce(ordered), element_bytes(dst.dtype), what)
+    packet, loops = _packet(_coalesce(ordered), dst.dtype, what)
+    loops = [
+        Loop(loop.size, to_bytes(loop.src, dst.dtype, what), to_bytes(loop.dst, dst.dtype, what)) for loop in loops
+    ]
+    return to_bytes(packet, dst.dtype, what), loops
+
+
+def _padded_run(src: Layout, dst: Layout, match: SubDigit, d: SubDigit) -> int:
+    """The count a destination sub-digit's loop moves: its live cells, or, when that leaves a 4-bit run
+    ending inside a byte (`X # 16` with X = 15), the padded run too, if both sides pad the innermost
+    element axis alike: the padding cells are copied along rather than splitting a byte."""
+    f, g = dst.factors[d.factor], src.factors[match.factor]
+    if d.count * dst.dtype.bits % 8 == 0 or d.pos != 1 or match.pos != 1 or d.cut != 1 or d.count != f.m:
+        return d.count
+    return f.e if f.padded and (g.m, g.e) == (f.m, f.e) else d.count
 
 
 def _coalesce(loops: list[Loop]) -> list[Loop]:
@@ -112,13 +137,16 @@ def _coalesce(loops: list[Loop]) -> list[Loop]:
     return out[::-1]
 
 
-def _packet(loops: list[Loop], unit: int, what: str) -> tuple[int, list[Loop]]:
-    """The innermost contiguous run on both sides becomes the packet (at most 4096 bytes)."""
+def _packet(loops: list[Loop], dtype: DType, what: str) -> tuple[int, list[Loop]]:
+    """The innermost contiguous run on both sides becomes the packet (at most 4096 bytes, whole bytes);
+    packet and strides in bits."""
+    unit = dtype.bits
     packet = unit
     if loops and loops[-1].src == loops[-1].dst == unit:
         run = loops.pop()
         count = run.size
-        best = max(d for d in range(1, count + 1) if count % d == 0 and d * unit <= RNGD.dma_max_packet_bytes)
+        fits = [d for d in range(1, count + 1) if count % d == 0 and d * unit <= RNGD.dma_max_packet_bytes * 8]
+        best = max((d for d in fits if d * unit % 8 == 0), default=1)
         packet = best * unit
         if count // best > 1:
             loops.append(Loop(count // best, packet, packet))
@@ -147,9 +175,33 @@ def _split_iterations(loops: list[Loop]) -> list[Loop]:
 # ---- stream sequencers ------------------------------------------------------------------------------
 
 
-def _entries(config, unit: int, scaled: tuple[int, ...] = (0, 1)) -> list[Entry]:
-    """Entries with the strides of the `scaled` memories in bytes (a fetch's selector counts tensors)."""
-    return [Entry(e.size, e.stride * unit if e.memory in scaled else e.stride, e.memory) for e in config]
+def _entries(configs, dtype: DType, memory: int, what: str) -> list[list[Entry]]:
+    """The configs' entries with the strides in `memory` (DM) in bytes; the other memory (a fetch's
+    interleave selector) counts tensors.
+
+    A 4-bit stream is walked a byte at a time, each byte giving two consecutive positions (low nibble
+    first): the innermost entry must step one element over an even count, and becomes half as many
+    one-byte steps; every other DM stride must be a whole number of bytes."""
+    configs = [list(config) for config in configs]
+    if dtype.bits < 8:
+        per_byte = 8 // dtype.bits
+        side = next(c for c in reversed(configs) if c)
+        inner = side[-1]
+        if inner.memory != memory or inner.stride != 1 or inner.size % per_byte:
+            raise VerifyError(
+                "subbyte-alignment",
+                f"{what}: {dtype} elements are packed {per_byte} per byte and the sequencer reads whole bytes, but "
+                f"its innermost loop takes {inner.size} element(s) {inner.stride} apart",
+                notes=(f"make the innermost axis of the {dtype} stream an even run of adjacent elements",),
+            )
+        side[-1] = Entry(inner.size // per_byte, per_byte, memory)
+    return [
+        [
+            Entry(e.size, to_bytes(e.stride * dtype.bits, dtype, what) if e.memory == memory else e.stride, e.memory)
+            for e in config
+        ]
+        for config in configs
+    ]
 
 
 def fetch_sequencer(
@@ -165,12 +217,11 @@ def fetch_sequencer(
 ) -> Sequencer:
     """The fetch unit's loops over one slice's DM (memory 1) and the interleave selector (memory 0: which
     of a pair-mode begin's tensors, whose DM bases are `interleave`)."""
-    unit = element_bytes(dtype)
     time_cfg, packet_cfg = sequence([in_time, in_packet], [time, packet], Mode.READ)
-    access = max_access(time_cfg, packet_cfg, packet.size) * unit
+    access = max(1, max_access(time_cfg, packet_cfg, packet.size) * dtype.bits // 8)
     legal = [b for b in RNGD.fetch_read_bytes if access % b == 0]
-    read = RNGD.sub_access_bytes if context == "sub" else max(legal, default=unit)
-    entries = [_entries(config, unit, scaled=(1,)) for config in (time_cfg, packet_cfg)]
+    read = RNGD.sub_access_bytes if context == "sub" else max(legal, default=max(1, dtype.bits // 8))
+    entries = _entries((time_cfg, packet_cfg), dtype, 1, "fetch")
     return Sequencer(buffer, base, *entries, read, list(interleave or []))
 
 
@@ -178,9 +229,8 @@ def commit_sequencer(
     buffer: str, base: int, dtype: DType, time: Mapping, packet: Mapping, element: Mapping, context: str
 ) -> Sequencer:
     """The commit unit's loops writing one slice's stream into its DM element."""
-    unit = element_bytes(dtype)
     time_cfg, packet_cfg = sequence([element], [time, packet], Mode.WRITE)
-    valid = packet.size * unit
-    access = math.gcd(valid, max_access(time_cfg, packet_cfg, packet.size) * unit)
+    valid = packet.size * dtype.bits
+    access = max(1, math.gcd(valid, max_access(time_cfg, packet_cfg, packet.size) * dtype.bits) // 8)
     write = RNGD.sub_access_bytes if context == "sub" else access
-    return Sequencer(buffer, base, _entries(time_cfg, unit), _entries(packet_cfg, unit), write)
+    return Sequencer(buffer, base, *_entries((time_cfg, packet_cfg), dtype, 0, "commit"), write)
