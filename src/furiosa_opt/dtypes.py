@@ -587,6 +587,26 @@ def _check_materializable(dtype: DType) -> None:
         raise DTypeError(f"{dtype.name} is a stream-only staging type and has no byte image")
 
 
+def code_of(value, dtype: DType) -> int:
+    """The raw code (``dtype.bits`` wide, unsigned) of one value already in ``dtype``'s storage."""
+    return int(_raw_bits(np.asarray(value, dtype=dtype.storage), dtype)) & ((1 << dtype.bits) - 1)
+
+
+def from_code(code: int, dtype: DType) -> np.ndarray:
+    """The storage scalar whose raw code is ``code`` (the inverse of ``code_of``; integers sign-extend)."""
+    if not dtype.is_float and code >= 1 << (dtype.bits - 1):
+        code -= 1 << dtype.bits
+    return np.asarray(code).astype(dtype.storage) if not dtype.is_float else _as(np.asarray(code), dtype)
+
+
+def fill_pattern(code: int, dtype: DType) -> list[int]:
+    """The bytes that repeat through memory filled with one code: its little-endian bytes, or for a
+    4-bit type one byte holding the code in both nibbles."""
+    if dtype.bits < 8:
+        return [code | code << 4]
+    return list(code.to_bytes(dtype.bits // 8, "little"))
+
+
 def pack_nibbles(values: np.ndarray, dtype: DType) -> np.ndarray:
     """4-bit storage values [..., 2n] as their packed bytes [..., n] (uint8): element 2k in the low nibble
     of byte k, 2k+1 in the high one, as upstream packs i4 and f4e2m1 in HBM and DM."""

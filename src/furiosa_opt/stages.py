@@ -106,6 +106,7 @@ MEMORY_OPS = (
     "hbm_to_hbm",
     "to_dm_view",
     "to_hbm_view",
+    "memset",
 )
 
 

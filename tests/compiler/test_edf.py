@@ -117,7 +117,7 @@ def test_round_trip_keeps_every_field_of_the_lir(lirs, name):
 
 def test_header_layout_matches_the_documentation(small):
     magic, version, flags, length, digest = HEADER.unpack_from(small)
-    assert (magic, version, flags, HEADER.size) == (b"FOPTEDF\0", 4, 0, 48)
+    assert (magic, version, flags, HEADER.size) == (b"FOPTEDF\0", 5, 0, 48)
     assert length == len(small) - 48 and digest == hashlib.sha256(small[48:]).digest()
     body = body_of(small)
     assert list(body) == sorted(body) == sorted(edf._BODY_KEYS)

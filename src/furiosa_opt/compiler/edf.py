@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 MAGIC = b"FOPTEDF\0"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 HEADER = struct.Struct("<8sHHI32s")  # magic, format version, flags, body length, SHA-256 of the body
 CONTEXTS = ("main", "sub", "tdma", "pdma")  # the contexts that own a command stream (views have none)
 _BODY_KEYS = (
@@ -56,7 +56,20 @@ _BODY_KEYS = (
     "spans",
     "streams",
 )
-_COMMAND_FIELDS = ("index", "kind", "op", "opcode", "inputs", "outputs", "dma", "fetch", "engines", "commit", "waits")
+_COMMAND_FIELDS = (
+    "index",
+    "kind",
+    "op",
+    "opcode",
+    "inputs",
+    "outputs",
+    "dma",
+    "fetch",
+    "engines",
+    "commit",
+    "waits",
+    "fill",
+)
 _BUFFER_FIELDS = ("name", "memory", "address", "bytes", "dtype", "levels", "region")
 _INT_RANGE = (-(1 << 63), (1 << 64) - 1)  # what msgpack can encode
 
@@ -326,7 +339,9 @@ def _engine(value: Any, where: str) -> None:
 
 _ENTRY = {"size": int, "stride": int, "memory": int}
 _SEQUENCER = {"buffer": str, "base": int, "time": [_ENTRY], "packet": [_ENTRY], "access": int, "interleave": [int]}
-_DMA = {"src_base": int, "dst_base": int, "packet": int, "loops": [{"size": int, "src": int, "dst": int}]}
+_LOOPS = [{"size": int, "src": int, "dst": int}]
+_DMA = {"src_base": int, "dst_base": int, "packet": int, "loops": _LOOPS}
+_FILL = {"base": int, "packet": int, "loops": _LOOPS, "pattern": [int]}
 _COMMAND = {
     "index": int,
     "kind": str,
@@ -339,6 +354,7 @@ _COMMAND = {
     "engines": [_engine],
     "commit": _Optional(_SEQUENCER),
     "waits": [int],
+    "fill": _Optional(_FILL),
 }
 _TENSOR = {"name": str, "path": str, "kind": str, "dtype": str, "levels": [str], "bytes": int, "buffer": str}
 _BUFFER = {"name": str, "memory": str, "address": int, "bytes": int, "dtype": str, "levels": [str], "region": str}

@@ -12,7 +12,7 @@ from furiosa_opt.backend import using
 from furiosa_opt.backend.trace import Tracer, _axes, symbolic_argument
 from furiosa_opt.compiler import visa
 from furiosa_opt.diagnostics import FuriosaOptError, Location, VerifyError
-from furiosa_opt.dtypes import dtype_by_name
+from furiosa_opt.dtypes import dtype_by_name, from_code
 from furiosa_opt.lang.pair import VectorPair
 from furiosa_opt.lang.tensors import DmTensor, HbmTensor, HbmTensorView, HbmTensorViewMut
 from furiosa_opt.mapping import Axis
@@ -104,6 +104,7 @@ REPLAY: dict[str, Callable[[list, A], object]] = {
     "hbm_to_hbm": lambda o, a: o[0].to_hbm(a["ctx"], a["element"]),
     "to_dm_view": lambda o, a: o[0].to_dm_view(a["ctx"], o[1]),
     "to_hbm_view": lambda o, a: o[0].to_hbm_view(a["ctx"], o[1]),
+    "memset": lambda o, a: o[0].memset(from_code(a["code"], o[0].dtype), a["ctx"]),
     "begin": lambda o, a: a["ctx"].begin(o[0]),
     "begin_interleaved": lambda o, a: a["ctx"].begin_interleaved(o[0], o[1], _axis(a["axis"])),
     "fetch": lambda o, a: o[0].fetch(a["time"], a["packet"]),

@@ -137,6 +137,10 @@ def cost(lir: Lir) -> list[Costed]:
             tpe = {"HBM→DM": "DmaLoad", "DM→HBM": "DmaStore"}.get(route, "Dma")
             out.append(Costed(command, cycles, ("tdma",), ("DmaEngine",), tpe, route, moved))
             continue
+        if command.kind == "memset":  # every slice writes its region at the sub context's write width
+            cycles = -(-buffers[command.outputs[0]].bytes // RNGD.sub_access_bytes) + PIPELINE_FILL
+            out.append(Costed(command, cycles, ("sub",), ("SubContext",), "Sub"))
+            continue
         element_bytes = max(1, dtype_by_name(buffers[command.inputs[0]].dtype).bits // 8)
         cycles = _exec_cycles(command, element_bytes)
         uses_ve = any(e["stage"] in VECTOR for e in command.engines)  # the stage table's Vector Engine stages

@@ -21,7 +21,7 @@ from furiosa_opt.arch import RNGD
 from furiosa_opt.backend import active, cpu, selected_device
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
-from furiosa_opt.lang.context import DmaContext, expect_context
+from furiosa_opt.lang.context import DmaContext, ExecutionContext, expect_context
 from furiosa_opt.mapping import Mapping, MappingError, PadKind, m, views
 from furiosa_opt.mapping.algebra import check_pad, pair, tile_view
 from furiosa_opt.mapping.evaluate import evaluate
@@ -763,3 +763,29 @@ class DmTensorViewMut(TensorView):
 
     writable = True
     levels = ("chip", "cluster", "slice", "element")
+
+    @user_facing
+    def memset(self, value: Any, sub: ExecutionContext) -> None:
+        """Upstream's `DmTensorViewMut::memset`: every live cell of the DM tensor becomes `value` (in the
+        tensor's dtype, converted as `HostTensor.from_vec` converts; padding is left as it was). One
+        ParallelMemSet on the sub context: the Commit Adapter's Generate Mode writes the constant in
+        every slice at once, with no stream behind it.
+
+            dm = x.to_dm(ctx.tdma, Cluster, Slice, m["B"])
+            dm.view_mut().memset(bf16.from_f32(1.0), ctx.sub)   # or simply 1.0
+
+        Only a whole tensor is filled (`memset-view`), as upstream. Upstream needs `const { .. }` around
+        a computed value and does not fill f4e2m1 yet; any Python value is a constant here, and f4e2m1
+        fills like i4.
+        """
+        expect_context(sub, ("sub",), "memset")
+        verify_memory.check_memset_view(self.window, self.element, self.base.params[-1])
+        try:
+            stored = dtypes.from_user(np.asarray(value), self.dtype)
+        except dtypes.DTypeError as error:
+            raise VerifyError("memset-value", f"memset: {error}") from None
+        count = math.prod(p.size for p in self.base.params)
+        self.write(
+            DmTensor(self.dtype, self.base.params, active().constant(stored, self.dtype.storage, count)), "memset"
+        )
+        recorded("memset", (self,), None, ctx=sub, code=dtypes.code_of(stored, self.dtype))

@@ -66,6 +66,8 @@ def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
                 _dma(memories, command, buffers)
             elif command["kind"] == "exec":
                 unit.run(command)
+            elif command["kind"] == "memset":
+                memories.fill(buffers[command["outputs"][0]], command["fill"])
         except (Fault, Unsupported, MappingError, KeyError) as error:
             where = spans.get(command["index"], "no source line")
             raise SimulatorError(

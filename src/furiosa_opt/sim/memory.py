@@ -114,6 +114,15 @@ class Memories:
             source_view = source_view.copy()
         target_view[...] = source_view
 
+    def fill(self, target: dict, config: dict) -> None:
+        """A memset: the bytes the descriptor's loops visit from `base` (destination strides) become the
+        pattern, repeated through each packet."""
+        loops, pattern = config["loops"], np.array(config["pattern"], dtype=np.uint8)
+        packet = config["packet"] // len(pattern) * len(pattern)
+        sizes = tuple(max(0, n) for n in [*(loop["size"] for loop in loops), packet])
+        view = self._window(target, config["base"], (sizes, (*(loop["dst"] for loop in loops), 1)), True)
+        view[...] = np.tile(pattern, packet // len(pattern))
+
     def _window(self, buffer: dict, address: int, loops: Loops, writeable: bool) -> np.ndarray:
         """The bytes the loops visit from virtual `address`, in a DRAM buffer or across DM slices."""
         if buffer["memory"] != "dram":

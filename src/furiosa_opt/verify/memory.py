@@ -35,7 +35,7 @@ def check_whole_bytes(dtype: DType, count: int, what: str) -> None:
             "subbyte-alignment",
             f"{what}: {count} {dtype} elements make {count * dtype.bits} bits, not a whole number of bytes "
             f"({dtype} packs two elements per byte)",
-            notes=("pad the element mapping to an even size, e.g. `m[\"O # 4\"]`",),
+            notes=('pad the element mapping to an even size, e.g. `m["O # 4"]`',),
         )
 
 
@@ -88,3 +88,14 @@ def check_dma_layout(
 def _bytes(count: int, dtype: DType) -> str:
     """The bytes `count` elements take, as a number (half a byte for an odd count of a 4-bit type)."""
     return f"{count * dtype.bits / 8:g}"
+
+
+def check_memset_view(window: int, element: Mapping, whole: Mapping) -> None:
+    """`memset` fills a whole DM tensor: one ParallelMemSet command covers the buffer's region in every
+    slice; a ranged fill (a tile of it) has no command yet, upstream's rule too."""
+    if window or element != whole:
+        raise VerifyError(
+            "memset-view",
+            f"memset fills a whole DM tensor (`tensor.view_mut()`), not the view `{element}` of `{whole}`",
+            notes=("fill the whole tensor, then write the other cells with `commit_view` or `to_dm_view`",),
+        )

@@ -28,6 +28,7 @@ from furiosa_opt.compiler.lower.placement import place
 from furiosa_opt.compiler.replay import replay_objects
 from furiosa_opt.compiler.visa import format_attr
 from furiosa_opt.diagnostics import Location, VerifyError
+from furiosa_opt.dtypes import fill_pattern
 from furiosa_opt.lang.tensors import DmTensor, HbmTensor, Tensor, TensorView, TrfTensor, VrfTensor
 from furiosa_opt.mapping import m, views
 from furiosa_opt.mapping.evaluate import evaluate
@@ -127,6 +128,9 @@ class _Lowering:
             self.buffer(op.results[0], op)
         elif op.opcode in DMA_OPS:
             self.lower_dma(op)
+        elif op.opcode == "memset":
+            self.command(op, op.attr("ctx").name, "memset", [], [self.base_of(op.operands[0])])
+            self.pending.append(_Pending(op, target=self.objects[op.operands[0]]))
         elif op.opcode in TERMINALS:
             self.lower_pipeline(op)
 
@@ -178,7 +182,13 @@ class _Lowering:
         raise KeyError(obj)
 
     def fill(self, pending: _Pending, command: Command) -> None:
-        if command.kind == "dma":
+        if command.kind == "memset":  # the DMA walk of the tensor's live cells, with no source
+            with _at(pending.op):
+                target = self.layout(pending.target)
+                packet, loops = dma_loops(target, target, "memset")
+                pattern = fill_pattern(pending.op.attr("code"), target.dtype)
+                command.fill = {"base": target.base, "packet": packet, "loops": loops, "pattern": pattern}
+        elif command.kind == "dma":
             with _at(pending.op):
                 src, dst = self.layout(pending.source), self.layout(pending.target)
                 whole = not isinstance(pending.target, TensorView)
