@@ -35,9 +35,6 @@ SEED = int(os.environ.get("FURIOSA_OPT_TEST_SEED", np.random.SeedSequence().entr
 EXPECTED_FAILURES: dict[str, str] = {
     "test_device.wrong_result_kernel": "deliberately returns the wrong type; test_device.py checks the refusal",
     "test_views.dm_on_pdma": "deliberately issues to_dm on ctx.pdma; test_views.py checks where the error points",
-    "test_reshape.reshape": "a 4-chip kernel: the simulator runs single-chip kernels",
-    "test_reshape.reshape_different_num_axes": "a 4-chip kernel: the simulator runs single-chip kernels",
-    "test_views.reshape": "a 4-chip kernel: the simulator runs single-chip kernels",
 }
 
 

@@ -15,7 +15,7 @@ from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.dtypes import dtype_by_name
 from furiosa_opt.mapping import Axis, MappingError
 from furiosa_opt.sim.memory import Fault, Memories
-from furiosa_opt.sim.tensor_unit import TensorUnit, Unsupported
+from furiosa_opt.sim.tensor_unit import TensorUnit, Unsupported, mapping_of
 
 
 class SimulatorError(FuriosaOptError):
@@ -47,18 +47,18 @@ def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
     """Run the kernel with every DRAM buffer bound to its bytes in device memory (`dram`: buffer name →
     writable uint8 array of the buffer's size). Arguments are read and written in place; the outputs are
     in their buffers' arrays afterwards."""
-    if edf.chip != 1:
-        raise SimulatorError(f"kernel {edf.identity}: the simulator runs single-chip kernels (this one has {edf.chip})")
     buffers = {b["name"]: b for b in edf.buffers}
     for b in buffers.values():
         bound = dram.get(b["name"]) if b["memory"] == "dram" else None
         if b["memory"] == "dram" and (bound is None or bound.dtype != np.uint8 or len(bound) != b["bytes"]):
             raise SimulatorError(f"kernel {edf.identity}: DRAM buffer {b['name']} ({b['bytes']} bytes) is not bound")
+    axes = {name: Axis(name, size) for name, size in edf.axes}
     try:
-        memories = Memories(edf.buffers, dram)
-    except Fault as error:
+        chips = {b["name"]: mapping_of(b["levels"][0], axes).size for b in edf.buffers if b["memory"] == "dram"}
+        memories = Memories(edf.buffers, dram, chips, edf.chip)
+    except (Fault, MappingError) as error:
         raise SimulatorError(f"kernel {edf.identity}: {error}") from None
-    unit = TensorUnit(memories, buffers, {name: Axis(name, size) for name, size in edf.axes})
+    unit = TensorUnit(memories, buffers, axes)
     spans = dict(edf.spans)
     for context, command in commands_in_order(edf):
         try:

@@ -1,11 +1,12 @@
-"""The simulated memories of one chip: HBM (DRAM) as the kernel's buffers bound to device memory, and
-per slice DM, TRF and VRF.
+"""The simulated memories of the kernel's chips: HBM (DRAM) as the kernel's buffers bound to device
+memory, and per slice DM, TRF and VRF.
 
 Addresses are the LIR's virtual byte addresses (docs/lir.md, "Addresses"): DRAM from 0, DM at
-`DM_BASE` with slice `(cluster·256 + slice)` every `SLICE_STRIDE`, TRF and VRF per slice from 0. Each
-DRAM buffer is bound to a byte array — the device memory the runtime allocated for it, or an argument's
-bytes in place — so a DRAM access is relative to its buffer and may not leave it. A DM access names one
-slice's offsets and happens in every slice at once, as the Tensor Unit's does.
+`DM_BASE` with slice `(cluster·256 + slice)` every `SLICE_STRIDE`, chip `c` of either at `c·CHIP_STRIDE`,
+TRF and VRF per slice from 0. Each DRAM buffer is bound to a byte array, chip by chip — the device memory
+the runtime allocated for it, or an argument's bytes in place — so a DRAM access is relative to its
+buffer and may not leave it. The DM, TRF and VRF files have one row per slice of every chip; a DM access
+names one slice's offsets and happens in every slice at once, as the Tensor Unit's does.
 
 Every access is nested loops of byte strides (a DMA descriptor, a sequencer), so it is a numpy strided
 view of the memory it touches: one copy moves the data, and nothing is allocated per element. A view is
@@ -23,7 +24,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from furiosa_opt.arch import RNGD
-from furiosa_opt.compiler.lir import DM_BASE, SLICE_STRIDE
+from furiosa_opt.compiler.lir import CHIP_STRIDE, DM_BASE, SLICE_STRIDE
 
 SLICES = RNGD.clusters_per_chip * RNGD.slices_per_cluster
 CHUNK = 1 << 20  # positions whose addresses are enumerated at once, on the paths that must see each one
@@ -66,6 +67,15 @@ def _first(start: int, loops: Loops, bad: Callable[[np.ndarray], np.ndarray]) ->
     return None
 
 
+def _inside(addresses: np.ndarray, shape: tuple[int, ...], steps: tuple[int, ...]) -> np.ndarray:
+    """Which virtual addresses fall inside `shape` (one dimension per address digit over `steps`)."""
+    ok = addresses >= 0
+    for size, step in zip(shape, steps, strict=True):
+        ok &= addresses // step < size
+        addresses = addresses % step
+    return ok
+
+
 def _view(origin: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...], writeable: bool) -> np.ndarray:
     """The strided view whose first element is `origin`'s; the caller has checked that it stays inside
     `origin`'s memory. A view of nothing is a fresh empty array (its origin may lie anywhere)."""
@@ -74,28 +84,72 @@ def _view(origin: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...], 
     return as_strided(origin, shape, strides, writeable=writeable)
 
 
-def _dm_split(stride: int) -> tuple[int, int]:
-    """A virtual DM byte stride as (slices, offset) steps, the offset step within ±SLICE_STRIDE/2.
+def _split(stride: int, steps: tuple[int, ...]) -> tuple[int, ...]:
+    """A virtual byte stride as digit steps of a hierarchical address (`steps`: the bytes one step of
+    each digit spans, outermost first, the last 1), each inner remainder within ±half the step above.
 
-    Walking such steps keeps (slice, offset) equal to the address's `divmod` by SLICE_STRIDE as long as
-    every offset stays inside a slice's placed bytes, because those are at most half a SLICE_STRIDE
-    (`Memories` refuses more): one step cannot carry an offset out of one slice's placed bytes into the
-    next slice's. So the bounds check on the split walk is exact."""
-    offset = (stride + SLICE_STRIDE // 2) % SLICE_STRIDE - SLICE_STRIDE // 2
-    return (stride - offset) // SLICE_STRIDE, offset
+    Walking such steps keeps every digit equal to the address's mixed-radix digits as long as each inner
+    digit stays within the bytes placed at its level, because those are at most half the step above (a
+    chip's slices span far less than CHIP_STRIDE; `Memories` refuses DM buffers past half a
+    SLICE_STRIDE): one step cannot carry an inner digit into the next outer position unseen. So the
+    bounds check on the split walk is exact."""
+    digits = []
+    for step in steps[:-1]:
+        digit = (stride + step // 2) // step
+        digits.append(digit)
+        stride -= digit * step
+    return (*digits, stride)
+
+
+def _digits(address: int, steps: tuple[int, ...]) -> tuple[int, ...]:
+    """A virtual address's mixed-radix digits over `steps` (floor division, outermost first)."""
+    out = []
+    for step in steps:
+        digit, address = divmod(address, step)
+        out.append(digit)
+    return tuple(out)
+
+
+def _hierarchical(
+    origin: np.ndarray, shape: tuple[int, ...], steps: tuple[int, ...], start: int, loops: Loops, writeable: bool
+) -> np.ndarray | None:
+    """The strided view of contiguous `origin` (row-major `shape`, one dimension per address digit) that
+    the loops visit from virtual `start`; None when some digit leaves its dimension."""
+    first = _digits(start, steps)
+    split = [_split(stride, steps) for stride in loops[1]]
+    flat = [math.prod(shape[k + 1 :]) for k in range(len(shape))]
+    for k, size in enumerate(shape):
+        reach = _reach(first[k], (loops[0], tuple(digits[k] for digits in split)))
+        if reach is not None and (reach[0] < 0 or reach[1] >= size):
+            return None
+    if 0 in loops[0]:
+        return np.empty(loops[0], dtype=np.uint8)
+    offset = sum(d * f for d, f in zip(first, flat, strict=True))
+    strides = tuple(sum(d * f for d, f in zip(digits, flat, strict=True)) * origin.itemsize for digits in split)
+    return _view(origin.reshape(-1)[offset:], loops[0], strides, writeable)
 
 
 class Memories:
-    def __init__(self, buffers: tuple[dict, ...], dram: dict[str, np.ndarray]):
-        """`dram` binds every DRAM buffer's name to its bytes (a writable uint8 array of its size)."""
+    def __init__(
+        self,
+        buffers: tuple[dict, ...],
+        dram: dict[str, np.ndarray],
+        chips: dict[str, int] | None = None,
+        device: int = 1,
+    ):
+        """`dram` binds every DRAM buffer's name to its bytes (a writable uint8 array of its size, chip
+        by chip); `chips` gives how many chips each DRAM buffer spans (1 if absent); `device` is the
+        kernel's chip count, whose DM, TRF and VRF exist."""
 
         def extent(memory: str) -> int:
             return max((b["address"] + b["bytes"] for b in buffers if b["memory"] == memory), default=0)
 
         if extent("sram") > RNGD.dm_bytes_per_slice:
             raise Fault(f"its DM buffers reach {extent('sram')} bytes per slice, a slice has {RNGD.dm_bytes_per_slice}")
-        self.dram = dram
-        self.files = {memory: np.zeros((SLICES, extent(memory)), dtype=np.uint8) for memory in ("sram", "trf", "vrf")}
+        self.dram, self.chips = dram, dict(chips or {})
+        self.chip_count = device
+        rows = self.chip_count * SLICES
+        self.files = {memory: np.zeros((rows, extent(memory)), dtype=np.uint8) for memory in ("sram", "trf", "vrf")}
 
     # ---- a DRAM buffer or the DM slices by virtual address (DMA) ----
 
@@ -124,44 +178,47 @@ class Memories:
         view[...] = np.tile(pattern, packet // len(pattern))
 
     def _window(self, buffer: dict, address: int, loops: Loops, writeable: bool) -> np.ndarray:
-        """The bytes the loops visit from virtual `address`, in a DRAM buffer or across DM slices."""
+        """The bytes the loops visit from virtual `address`, in a DRAM buffer (chip by chip, each chip's
+        part at CHIP_STRIDE) or across the DM slices of every chip."""
         if buffer["memory"] != "dram":
             return self._dm_window(address - DM_BASE, loops, writeable)
         data = self.dram[buffer["name"]]
-        start = address - buffer["address"]
-        reach = _reach(start, loops)
-        if reach is not None and (reach[0] < 0 or reach[1] >= len(data)):
-            bad = _first(start, loops, lambda a: (a < 0) | (a >= len(data)))
+        chips = self.chips.get(buffer["name"], 1)
+        shape = (chips, len(data) // chips)
+        view = _hierarchical(data, shape, (CHIP_STRIDE, 1), address - buffer["address"], loops, writeable)
+        if view is None:
+            bad = _first(address - buffer["address"], loops, lambda a: ~_inside(a, shape, (CHIP_STRIDE, 1)))
             raise Fault(
                 f"DRAM address {bad + buffer['address']:#x} is outside {buffer['name']} "
-                f"({buffer['bytes']} bytes at {buffer['address']:#x})"
+                f"({buffer['bytes']} bytes at {buffer['address']:#x}"
+                + (f", {shape[1]} per chip on {chips} chips)" if chips > 1 else ")")
             )
-        origin = data[start:] if reach is not None else data
-        return _view(origin, loops[0], tuple(s * data.strides[0] for s in loops[1]), writeable)
+        return view
 
     def _dm_window(self, start: int, loops: Loops, writeable: bool) -> np.ndarray:
-        """DM bytes from `start` (relative to DM_BASE): each stride becomes slice and offset steps, the
-        numpy stride `slices·row + offset` over the [slices, bytes] file."""
+        """DM bytes from `start` (relative to DM_BASE): each address is (chip, slice, offset) digits over
+        the [chips · slices, bytes] file."""
         file = self.files["sram"]
-        first_slice, first_offset = divmod(start, SLICE_STRIDE)
-        steps = [_dm_split(s) for s in loops[1]]
-        offsets = _reach(first_offset, (loops[0], tuple(offset for _, offset in steps)))
-        slices = _reach(first_slice, (loops[0], tuple(slice_ for slice_, _ in steps)))
-        if offsets is None:
-            return _view(file, loops[0], loops[1], writeable)
-        if offsets[0] < 0 or offsets[1] >= file.shape[1] or slices[0] < 0 or slices[1] >= SLICES:
+        shape, steps = (self.chip_count, SLICES, file.shape[1]), (CHIP_STRIDE, SLICE_STRIDE, 1)
+        view = _hierarchical(file, shape, steps, start, loops, writeable)
+        if view is None:
             raise self._dm_fault(start, loops)
-        strides = tuple(slice_ * file.strides[0] + offset * file.strides[1] for slice_, offset in steps)
-        return _view(file[first_slice, first_offset:], loops[0], strides, writeable)
+        return view
 
     def _dm_fault(self, start: int, loops: Loops) -> Fault:
-        """What the walk meets first: an offset past the placed bytes anywhere, else a slice the chip lacks."""
+        """What the walk meets first: an offset past the placed bytes anywhere, else a slice (or chip) the
+        device lacks."""
         size = self.files["sram"].shape[1]
         bad = _first(start, loops, lambda a: a % SLICE_STRIDE >= size)
         if bad is not None:
             return Fault(f"SRAM offset {bad % SLICE_STRIDE} is outside the {size} bytes placed per slice")
-        bad = _first(start, loops, lambda a: (a < 0) | (a >= SLICES * SLICE_STRIDE))
-        return Fault(f"DM slice {bad // SLICE_STRIDE} does not exist (a chip has {SLICES})")
+        chip_bytes = SLICES * SLICE_STRIDE
+        bad = _first(start, loops, lambda a: (a < 0) | (a % CHIP_STRIDE >= chip_bytes))
+        if bad is not None:
+            slice_ = bad // SLICE_STRIDE if bad < 0 else bad % CHIP_STRIDE // SLICE_STRIDE
+            return Fault(f"DM slice {slice_} does not exist (a chip has {SLICES})")
+        bad = _first(start, loops, lambda a: a // CHIP_STRIDE >= self.chip_count)
+        return Fault(f"DM of chip {bad // CHIP_STRIDE} does not exist (the kernel runs on {self.chip_count})")
 
     # ---- one slice's offsets, in every slice (the Tensor Unit) ----
 
@@ -171,11 +228,11 @@ class Memories:
         file = self.files[memory]
         view = self._slices(memory, start, loops, unit, writeable=False)
         if view is not None:
-            out = np.array(view).reshape(SLICES, -1, unit)
+            out = np.array(view).reshape(file.shape[0], -1, unit)
             if live is not None:
                 out[:, ~live] = 0
             return out
-        out = np.zeros((SLICES, math.prod(loops[0]), unit), dtype=np.uint8)
+        out = np.zeros((file.shape[0], math.prod(loops[0]), unit), dtype=np.uint8)
         for positions, at in self._live_bytes(memory, start, loops, unit, live):
             out[:, positions] = file[:, at]
         return out
@@ -205,7 +262,7 @@ class Memories:
         if reach is not None and (reach[0] < 0 or reach[1] >= file.shape[1]):
             return None
         steps = (file.strides[0], *(s * file.strides[1] for s in strides))
-        return _view(file[:, start:] if reach is not None else file, (SLICES, *sizes), steps, writeable)
+        return _view(file[:, start:] if reach is not None else file, (file.shape[0], *sizes), steps, writeable)
 
     def _live_bytes(
         self, memory: str, start: int, loops: Loops, unit: int, live: np.ndarray | None

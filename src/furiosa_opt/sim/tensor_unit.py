@@ -69,12 +69,17 @@ class Operand:
         return pair(*self.levels)
 
 
+def mapping_of(text: str, axes: dict[str, object]) -> Mapping:
+    """A mapping as the EDF prints it (in an engine config `[…]`, in a buffer's levels bare)."""
+    return parse(text[1:-1] if text.startswith("[") else text, axes)
+
+
 class TensorUnit:
     def __init__(self, memories: Memories, buffers: dict[str, dict], axes: dict[str, object]):
         self.memories, self.buffers, self.axes = memories, buffers, axes
 
     def mapping(self, text: str) -> Mapping:
-        return parse(text[1:-1] if text.startswith("[") else text, self.axes)
+        return mapping_of(text, self.axes)
 
     def run(self, command: dict) -> None:
         """Each engine config in order through its stage's handler (`HANDLERS`, one per stage of the table
