@@ -160,6 +160,14 @@ def _live_logical(mapping: Mapping, order: list[tuple[str, int]], shape: tuple[i
     return np.unique(np.ravel_multi_index(tuple(layout.coords[a][live] for a, _ in order), shape))
 
 
+def _position(mapping: Mapping, offset: dict[str, int]) -> int:
+    """The position of `mapping` that holds the cell at `offset` (axis name → coordinate)."""
+    from furiosa_opt.mapping.relayout import position_of
+
+    coords = {name: np.array([value]) for name, value in offset.items()}
+    return int(position_of(mapping.factors, coords, (1,))[0])
+
+
 def _pair_items(node) -> list:
     """The items of a mapping written as a pair chain, outermost first (`A / 2, B` → `A / 2`, `B`)."""
     return [*_pair_items(node.outer), *_pair_items(node.inner)] if isinstance(node, Pair) else [node]
@@ -483,6 +491,21 @@ class HbmTensor(Tensor):
     def view(self) -> HbmTensorView:
         return recorded("view", (self,), HbmTensorView(self, self.params[1], 0))
 
+    @user_facing
+    def hbm_cluster_shuffle(self, dma: DmaContext, pattern) -> HbmTensor:
+        """Upstream's name for a cluster shuffle in HBM, whose body is `todo!()`: an HBM tensor has no
+        cluster level (clusters are chosen at `to_dm`), so it refuses; shuffle a DM view instead.
+
+            x.hbm_cluster_shuffle(ctx.tdma, [1, 0])   # error[upstream-undefined]
+            x.to_dm(ctx.tdma, Cluster, Slice, E).view().dm_cluster_shuffle(ctx.tdma, [1, 0])
+        """
+        raise VerifyError(
+            "upstream-undefined",
+            "hbm_cluster_shuffle: upstream does not define it (`todo!()`): an HBM tensor has no cluster level, "
+            "clusters are chosen at `to_dm`",
+            notes=("move to DM first and use `dm.view().dm_cluster_shuffle(ctx.tdma, pattern)`",),
+        )
+
     def view_mut(self) -> HbmTensorViewMut:
         return recorded("view_mut", (self,), HbmTensorViewMut(self, self.params[1], 0))
 
@@ -570,21 +593,25 @@ class VrfTensor(Tensor):
 
 
 class TensorView:
-    """A window on an HBM or DM tensor's element level: cell p of each element block reads or
-    writes base position `window + p`. `tile` narrows the live cells; `pad`/`unpad` re-declare them."""
+    """A window on an HBM or DM tensor: the view's levels have the base's sizes, and view position p (over
+    all levels, wire order) reads or writes base position `window + p`. `tile` narrows the element's live
+    cells (`chip_tile`, `cluster_tile`, `slice_tile` the outer levels'); `pad`/`unpad` re-declare them."""
 
     writable: ClassVar[bool] = False
     levels: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, base: HbmTensor | DmTensor, element: Mapping, window: int):
+    def __init__(
+        self, base: HbmTensor | DmTensor, element: Mapping, window: int, outer: tuple[Mapping, ...] | None = None
+    ):
         self.base, self.element, self.window = base, element, window
+        self.outer = tuple(outer) if outer is not None else base.params[:-1]  # the spatial levels
 
     def __class_getitem__(cls, item: tuple) -> TensorType:
         return _annotation(cls, item)
 
     @property
     def params(self) -> tuple[Mapping, ...]:
-        """The view's type parameters: the base's spatial levels, then the view's element."""
+        """The view's type parameters: its spatial levels, then its element."""
         return (*self.outer, self.element)
 
     def __repr__(self) -> str:
@@ -595,42 +622,55 @@ class TensorView:
         return self.base.dtype
 
     @property
-    def outer(self) -> tuple[Mapping, ...]:
-        """The spatial levels, shared with the base tensor."""
-        return self.base.params[:-1]
+    def _blocks(self) -> tuple[int, int, Mapping]:
+        """(blocks, positions per block, the view's mapping of a block) for the backend's window ops: the
+        base's element blocks while only the element is tiled, else the whole buffer as one block."""
+        if self.outer == self.base.params[:-1] and self.window < self.base.params[-1].size:
+            return math.prod(p.size for p in self.outer), self.base.params[-1].size, self.element
+        return 1, self.base.storage.size, pair(*self.params)
 
-    @property
-    def _blocks(self) -> tuple[int, int]:
-        return math.prod(p.size for p in self.outer), self.base.params[-1].size
-
-    @user_facing
-    def tile(self, start: int, index: Mapping, length: int, element: Mapping | None = None) -> TensorView:
-        """Keep `length` positions of the digit `index`, from position `start` of it; `element`, if
-        given, is checked against the resulting view type."""
+    def _tiled(self, level: int, start: int, index: Mapping, length: int, expected: Mapping | None, what: str):
+        """The view with level `level`'s mapping tiled: `length` positions of the digit `index` from
+        position `start` of it (`expected`, if given, is checked against the resulting mapping)."""
         hole = PadKind.BOTTOM if self.writable else PadKind.TOP
+        current = self.params[level]
         try:
-            view = tile_view(self.element, index, length, hole)
+            view = tile_view(current, index, length, hole)
         except MappingError as error:
-            raise VerifyError("tile-split", str(error)) from None
-        if element is not None and element != view:
+            raise VerifyError("tile-split", f"{what}: {error}") from None
+        if expected is not None and expected != view:
             raise VerifyError(
                 "tile-view",
-                f"tile: the split produces `{view.canonical()}`, but the requested view type is `{element}`",
+                f"{what}: the split produces `{view.canonical()}`, but the requested view type is `{expected}`",
             )
         cell = index.cell(start)
         if cell.kind != "index":
             kind = "Bottom" if self.writable else "Top"
-            raise VerifyError("tile-start", f"tile start {start} maps to {kind} padding of `{index}`")
-        shift = self._shift(cell.index)
-        result = type(self)(self.base, element if element is not None else view, self.window + shift)
+            raise VerifyError("tile-start", f"{what} start {start} maps to {kind} padding of `{index}`")
+        inner = math.prod(p.size for p in self.params[level + 1 :])  # positions one step of this level spans
+        shift = _position(current, cell.index) * inner
+        params = list(self.params)
+        params[level] = expected if expected is not None else view
+        return type(self)(self.base, params[-1], self.window + shift, params[:-1])
+
+    @user_facing
+    def tile(self, start: int, index: Mapping, length: int, element: Mapping | None = None) -> TensorView:
+        """Keep `length` positions of the element digit `index`, from position `start` of it; `element`,
+        if given, is checked against the resulting view type.
+
+            row = table.view().tile(3, m["C"], 1, m["1 # 64, H"])   # row 3 of a [C, H] element
+        """
+        result = self._tiled(len(self.params) - 1, start, index, length, element, "tile")
         return recorded("tile", (self,), result, start=start, index=index, length=length, element=result.element)
 
-    def _shift(self, offset: dict[str, int]) -> int:
-        """Element positions between the current window and the cell holding `offset` more."""
-        from furiosa_opt.mapping.relayout import position_of
+    @user_facing
+    def chip_tile(self, start: int, index: Mapping, length: int, chip: Mapping | None = None) -> TensorView:
+        """`tile` on the chip level: keep `length` positions of the chip digit `index` from `start`.
 
-        coords = {name: np.array([value]) for name, value in offset.items()}
-        return int(position_of(self.element.factors, coords, (1,))[0])
+        one = x.view().chip_tile(2, m["A / 4 % 4"], 1, m["1 # 4"])   # the part of x on chip 2
+        """
+        result = self._tiled(0, start, index, length, chip, "chip_tile")
+        return recorded("chip_tile", (self,), result, start=start, index=index, length=length, chip=result.outer[0])
 
     @user_facing
     def pad(self, element: Mapping) -> TensorView:
@@ -638,7 +678,7 @@ class TensorView:
             check_pad(self.element, element)
         except MappingError as error:
             raise VerifyError("pad-view", str(error)) from None
-        return recorded("pad", (self,), type(self)(self.base, element, self.window), element=element)
+        return recorded("pad", (self,), type(self)(self.base, element, self.window, self.outer), element=element)
 
     @user_facing
     def unpad(self, element: Mapping) -> TensorView:
@@ -646,28 +686,26 @@ class TensorView:
             check_pad(element, self.element)
         except MappingError as error:
             raise VerifyError("unpad-view", str(error)) from None
-        return recorded("unpad", (self,), type(self)(self.base, element, self.window), element=element)
+        return recorded("unpad", (self,), type(self)(self.base, element, self.window, self.outer), element=element)
 
     def read(self) -> Tensor:
-        """The cells this view sees, as a tensor of the base's kind with the view's element."""
-        if self.window == 0 and self.element == self.base.params[-1]:  # the whole tensor: nothing to cut
+        """The cells this view sees, as a tensor of the base's kind with the view's levels."""
+        if self.window == 0 and self.params == self.base.params:  # the whole tensor: nothing to cut
             return type(self.base)(self.dtype, self.base.params, self.base.data)
-        outer, element = self._blocks
+        blocks, block, mapping = self._blocks
         try:
-            data = active().window_read(self.base.data, outer, element, self.window, self.element.factors)
+            data = active().window_read(self.base.data, blocks, block, self.window, mapping.factors)
         except IndexError as error:
-            raise VerifyError("view-bounds", f"the view `{self.element}` at window {self.window}: {error}") from None
-        return type(self.base)(self.dtype, (*self.outer, self.element), data)
+            raise VerifyError("view-bounds", f"the view `{mapping}` at window {self.window}: {error}") from None
+        return type(self.base)(self.dtype, self.params, data)
 
     def write(self, source: Tensor, what: str) -> None:
-        """Store `source` (laid out as [outer levels, view element]) into the live cells of the view."""
-        outer, element = self._blocks
+        """Store `source` (laid out as the view's levels) into the live cells of the view."""
+        blocks, block, mapping = self._blocks
         try:
-            written = active().window_write(
-                self.base.data, outer, element, self.window, self.element.factors, source.data
-            )
+            written = active().window_write(self.base.data, blocks, block, self.window, mapping.factors, source.data)
         except IndexError as error:
-            raise VerifyError("view-bounds", f"{what}: the view `{self.element}`: {error}") from None
+            raise VerifyError("view-bounds", f"{what}: the view `{mapping}`: {error}") from None
         self.base.data = written
 
     # ---- moves out of a view (reads) ----
@@ -729,6 +767,29 @@ def _expect_writable(view: object, kind: type[Tensor], what: str) -> None:
         raise VerifyError("view-mut", f"{what} writes into a `{kind.__name__}.view_mut()`, got {view!r}")
 
 
+def _shuffled(view: TensorView, level: int, dma: DmaContext, pattern, dim: int | None, what: str) -> Tensor:
+    """A fresh tensor of the view's type whose level-`level` position `target` holds the view's position
+    `pattern[target]`: one DMA per target, between one-position tiles of that level (upstream's
+    composition, so the vISA shows each move)."""
+    index = view.params[level]
+    pattern = [int(p) for p in pattern]
+    dim = len(pattern) if dim is None else dim
+    verify_memory.check_shuffle(pattern, dim, index, what)
+    tile = ("chip_tile", "cluster_tile")[level]
+    if isinstance(view.base, DmTensor):
+        out = DmTensor.new(view.dtype, *view.params)
+    else:
+        out = HbmTensor.new(view.dtype, *view.params)
+    for target, source in enumerate(pattern):
+        piece = getattr(view, tile)(source, index, 1, m[f"1 # {dim}"])
+        slot = getattr(out.view_mut(), tile)(target, index, 1, m[f"1 #{{!}} {dim}"])
+        if isinstance(out, DmTensor):
+            piece.to_dm_view(dma, slot)
+        else:
+            piece.to_hbm_view(dma, slot)
+    return out
+
+
 class HbmTensorView(TensorView):
     """A read view of an HBM tensor; also a kernel parameter type, `HbmTensorView[bf16, Chip, Element]`:
 
@@ -737,6 +798,17 @@ class HbmTensorView(TensorView):
     """
 
     levels = ("chip", "element")
+
+    @user_facing
+    def hbm_chip_shuffle(self, dma: DmaContext, pattern, chip_dim: int | None = None) -> HbmTensor:
+        """A new HBM tensor whose chip `target` holds this view's chip `pattern[target]` (HBM → HBM DMA on
+        `ctx.tdma` or `ctx.pdma`); `chip_dim` (upstream's `CHIP_DIM`, default the pattern's length) must be
+        the chip level's size.
+
+            rotated = x.view().hbm_chip_shuffle(ctx.tdma, [1, 2, 3, 0])   # chip 1 → 0, 2 → 1, …
+        """
+        expect_context(dma, ("tdma", "pdma"), "hbm_chip_shuffle")
+        return _shuffled(self, 0, dma, pattern, chip_dim, "hbm_chip_shuffle")
 
 
 class HbmTensorViewMut(TensorView):
@@ -752,13 +824,59 @@ class HbmTensorViewMut(TensorView):
     levels = ("chip", "element")
 
 
-class DmTensorView(TensorView):
+class _DmLevels(TensorView):
+    """What DM views add: tiles of the cluster and slice levels (an HBM tensor has neither)."""
+
+    @user_facing
+    def cluster_tile(self, start: int, index: Mapping, length: int, cluster: Mapping | None = None) -> TensorView:
+        """`tile` on the cluster level.
+
+        upper = dm.view().cluster_tile(1, m["A / 2 % 2"], 1, m["1 # 2"])   # cluster 1's part
+        """
+        result = self._tiled(1, start, index, length, cluster, "cluster_tile")
+        return recorded(
+            "cluster_tile", (self,), result, start=start, index=index, length=length, cluster=result.outer[1]
+        )
+
+    @user_facing
+    def slice_tile(self, start: int, index: Mapping, length: int, slice: Mapping | None = None) -> TensorView:
+        """`tile` on the slice level.
+
+        half = dm.view().slice_tile(0, m["S"], 128, m["S = 128 # 256"])   # slices 0..127
+        """
+        result = self._tiled(2, start, index, length, slice, "slice_tile")
+        return recorded("slice_tile", (self,), result, start=start, index=index, length=length, slice=result.outer[2])
+
+
+class DmTensorView(_DmLevels):
     """A read view of a DM tensor (`DmTensor.view()`), the input of `ctx.main.begin(...)`."""
 
     levels = ("chip", "cluster", "slice", "element")
 
+    @user_facing
+    def dm_chip_shuffle(self, tdma: DmaContext, pattern, chip_dim: int | None = None) -> DmTensor:
+        """A new DM tensor whose chip `target` holds this view's chip `pattern[target]` (DM → DM DMA
+        across chips); `chip_dim` (upstream's `CHIP_DIM`, default the pattern's length) must be the chip
+        level's size.
 
-class DmTensorViewMut(TensorView):
+            shuffled = dm.view().dm_chip_shuffle(ctx.tdma, [1, 2, 3, 0])   # chip 1 → 0, 2 → 1, …
+        """
+        expect_context(tdma, ("tdma",), "dm_chip_shuffle")
+        return _shuffled(self, 0, tdma, pattern, chip_dim, "dm_chip_shuffle")
+
+    @user_facing
+    def dm_cluster_shuffle(self, tdma: DmaContext, pattern, cluster_dim: int | None = None) -> DmTensor:
+        """A new DM tensor whose cluster `target` holds this view's cluster `pattern[target]`;
+        `cluster_dim` (upstream's `CLUSTER_DIM`, default the pattern's length) must be the cluster level's
+        size. A pattern shorter than it leaves the clusters it does not name unwritten.
+
+            swapped = dm.view().dm_cluster_shuffle(ctx.tdma, [1, 0])
+        """
+        expect_context(tdma, ("tdma",), "dm_cluster_shuffle")
+        return _shuffled(self, 1, tdma, pattern, cluster_dim, "dm_cluster_shuffle")
+
+
+class DmTensorViewMut(_DmLevels):
     """A write view of a DM tensor (`DmTensor.view_mut()`), the target of `commit_view` and `to_dm_view`."""
 
     writable = True

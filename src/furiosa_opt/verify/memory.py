@@ -99,3 +99,18 @@ def check_memset_view(window: int, element: Mapping, whole: Mapping) -> None:
             f"memset fills a whole DM tensor (`tensor.view_mut()`), not the view `{element}` of `{whole}`",
             notes=("fill the whole tensor, then write the other cells with `commit_view` or `to_dm_view`",),
         )
+
+
+def check_shuffle(pattern: list[int], dim: int, level: Mapping, what: str) -> None:
+    """A shuffle pattern `pattern[target] = source` over a level of `dim` positions: upstream's const
+    `CHIP_DIM`/`CLUSTER_DIM` is the level's size, and every source and target lies inside it."""
+    if dim != level.size:
+        raise VerifyError(
+            "shuffle-pattern",
+            f"{what}: the level `{level}` has {level.size} positions, the shuffle's dimension is {dim}",
+        )
+    if len(pattern) > dim or any(not 0 <= source < dim for source in pattern):
+        raise VerifyError(
+            "shuffle-pattern",
+            f"{what}: the pattern {pattern} must name at most {dim} targets, each with a source in 0..{dim - 1}",
+        )

@@ -34,7 +34,7 @@ from furiosa_opt.mapping import m, views
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.stages import ENDS
 
-VIEW_OPS = {"view", "view_mut", "tile", "pad", "unpad", "reshape"}
+VIEW_OPS = {"view", "view_mut", "tile", "chip_tile", "cluster_tile", "slice_tile", "pad", "unpad", "reshape"}
 DMA_OPS = {"to_dm", "to_hbm", "hbm_to_hbm", "to_dm_view", "to_hbm_view"}
 TERMINALS = ENDS  # the stages that end a pipeline (the stage table's)
 MEMORY = {HbmTensor: "dram", DmTensor: "sram", TrfTensor: "trf", VrfTensor: "vrf"}
@@ -167,7 +167,9 @@ class _Lowering:
     def layout(self, obj: object) -> Layout:
         if isinstance(obj, TensorView):
             base = self.layout(obj.base)
-            shift = to_bytes(obj.window * obj.dtype.bits, obj.dtype, "the view's window")
+            digits = np.unravel_index(obj.window, [level.size for level in obj.base.params])  # one per level
+            shift = sum(int(d) * unit for d, unit in zip(digits, base.units, strict=True))
+            shift = to_bytes(shift, obj.dtype, "the view's window")
             return Layout((*obj.outer, obj.element), base.units, base.base + shift, obj.dtype)
         tensor: Tensor = obj
         buffer = self.buffers[self.of_value[self._value_of(tensor)]]

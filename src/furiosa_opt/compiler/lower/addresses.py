@@ -57,6 +57,11 @@ class Layout:
         level = self.level_of(factor_index)
         return position_stride // self.inner_size(level) * self.units[level]
 
+    def spatial(self, stride: int) -> bool:
+        """Whether a byte stride steps a chip, cluster or slice of this layout rather than inside one: DM
+        slices are SLICE_STRIDE apart and hold less, HBM chips CHIP_STRIDE apart."""
+        return abs(stride) >= (SLICE_STRIDE if len(self.levels) == 4 else CHIP_STRIDE)
+
     def addresses(self, positions: np.ndarray) -> np.ndarray:
         """Byte address of each flat position of the paired levels (a 4-bit element: its byte's)."""
         bits = np.zeros(positions.shape, dtype=np.int64)
@@ -113,6 +118,15 @@ def dma_loops(src: Layout, dst: Layout, what: str, whole: bool = True) -> tuple[
     loops = [
         Loop(loop.size, to_bytes(loop.src, dst.dtype, what), to_bytes(loop.dst, dst.dtype, what)) for loop in loops
     ]
+    # A move is split over the DMA engines by chip, cluster and slice (an aggregate: one descriptor per
+    # engine, bases apart), so only the loops inside a slice's or chip's memory fill a descriptor.
+    inner = [loop for loop in loops if not (src.spatial(loop.src) or dst.spatial(loop.dst))]
+    if len(inner) > MAX_DMA_LOOPS:
+        raise VerifyError(
+            "dma-loops",
+            f"{what}: the DMA needs {len(inner)} nested loops inside a slice, a descriptor holds {MAX_DMA_LOOPS}",
+            notes=("keep more axes in the same order on both sides so that loops merge",),
+        )
     return to_bytes(packet, dst.dtype, what), loops
 
 
@@ -151,12 +165,6 @@ def _packet(loops: list[Loop], dtype: DType, what: str) -> tuple[int, list[Loop]
         if count // best > 1:
             loops.append(Loop(count // best, packet, packet))
     loops = _split_iterations(loops)
-    if len(loops) > MAX_DMA_LOOPS:
-        raise VerifyError(
-            "dma-loops",
-            f"{what}: the DMA needs {len(loops)} nested loops, a descriptor holds {MAX_DMA_LOOPS}",
-            notes=("keep more axes in the same order on both sides so that loops merge",),
-        )
     return packet, loops
 
 
