@@ -61,6 +61,7 @@ class Rngd:
     dma_startup_cycles: int = 500
     dma_engines_per_chip: int = 8
     pcie_bytes_per_cycle: int = 30  # dma-engine.md: PCIe DMA, reads and writes
+    spm_bytes_per_pe: int = 4096  # an unscaled gather's index list (OperatorVerifier::verify_indirect_tensor_dma)
 
     # ---- DM banks (memory-performance.md)
     dm_banks_per_slice: int = 16

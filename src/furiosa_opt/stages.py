@@ -110,6 +110,10 @@ MEMORY_OPS = (
     "to_dm_view",
     "to_hbm_view",
     "memset",
+    "dma_gather_scaled",
+    "dma_gather_unscaled",
+    "dma_scatter",
+    "dma_scatter_unscaled",
 )
 
 

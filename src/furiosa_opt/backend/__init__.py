@@ -2,8 +2,9 @@
 
 The language layer (`lang/`) checks each operation with `verify/`, then calls the active backend
 through one small interface — `relayout`, `elementwise`, `reduce`, `interleave`, `half`, `constant`, `zeros`,
-`window_read`, `window_write`, `contraction` for values, and `record` to note the operation itself. `cpu` computes
-with numpy (the default); the tracer (`trace.py`) computes nothing and records vISA.
+`window_read`, `window_write`, `contraction`, `dma_gather`, `dma_scatter` for values, and `record` to note the
+operation itself. `cpu` computes with numpy (the default); the tracer (`trace.py`) computes nothing and
+records vISA.
 """
 
 from __future__ import annotations

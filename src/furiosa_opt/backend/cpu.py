@@ -10,6 +10,7 @@ an index map (source position per position, -1 = padding reads zero), composed l
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -236,6 +237,47 @@ def window_write(base: Buf, outer: int, element: int, window: int, view: Factors
     region.reshape(outer, *live.shape)[cells] = src.values().reshape(outer, *live.shape)[cells]
     blocks[:, window : window + span] = region[:, :span]
     return base.with_values(written)
+
+
+# ---- indirect DMA: gather and scatter -------------------------------------------------------------
+
+
+def _rows(raw: np.ndarray, divisor: int, rows: int) -> np.ndarray:
+    """The rows an index's cells select (offsets over `divisor`); IndexError names the first bad cell."""
+    raw = raw.astype(np.int64)
+    bad = np.flatnonzero((raw < 0) | (raw // divisor >= rows))
+    if len(bad):
+        cell, value = int(bad[0]), int(raw[bad[0]])
+        reason = "a negative offset" if value < 0 else f"row {value // divisor}, past the {rows} rows"
+        raise IndexError(f"index cell {cell} holds {value}: {reason}")
+    return raw // divisor
+
+
+def dma_gather(
+    table: Buf, table_map: Factors, index: Buf, index_map: Factors, out_map: Factors, axes, divisor: int
+) -> Buf:
+    """`out[index cells, payload] = table[row(index cell), payload]` (`axes`: a `verify.indirect.Indirect`),
+    each row a contiguous block of the table read densely as [gather axis, payload]."""
+    selected = axes.selected
+    rows = relayout(table, table_map, views.dense((selected, *axes.payload)), False).values().reshape(selected[1], -1)
+    raw = relayout(index, index_map, views.dense(axes.index), False).values()
+    picked = rows[_rows(raw, divisor, selected[1])]
+    return relayout(Buf(picked.reshape(-1)), views.dense((*axes.index, *axes.payload)), out_map, False)
+
+
+def dma_scatter(
+    source: Buf, source_map: Factors, index: Buf, index_map: Factors, out: Buf, out_map: Factors, axes, divisor: int
+) -> Buf:
+    """`out` (laid out as `out_map`) with row `row(key cell)` of its scatter axis replaced by the source's
+    block of that key cell; where two key cells name one row, the later one (in key order) wins."""
+    key = views.dense((*axes.index, *axes.payload))
+    blocks = relayout(source, source_map, key, False).values().reshape(math.prod(n for _, n in axes.index), -1)
+    rows = _rows(relayout(index, index_map, views.dense(axes.index), False).values(), divisor, axes.selected[1])
+    dense = views.dense((axes.selected, *axes.payload))
+    target = np.array(relayout(out, out_map, dense, False).values()).reshape(axes.selected[1], -1)
+    last = len(rows) - 1 - np.unique(rows[::-1], return_index=True)[1]  # each row's last writer
+    target[rows[last]] = blocks[last]
+    return relayout(Buf(target.reshape(-1)), dense, out_map, False)
 
 
 # ---- contraction ----------------------------------------------------------------------------------

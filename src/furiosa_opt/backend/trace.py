@@ -73,7 +73,7 @@ class Tracer:
         return _SYMBOL
 
     elementwise = constant = zeros = window_read = window_write = contraction = reduce = relayout
-    interleave = half = relayout
+    interleave = half = dma_gather = dma_scatter = relayout
 
     # ---- recording ----
 

@@ -69,6 +69,7 @@ _COMMAND_FIELDS = (
     "commit",
     "waits",
     "fill",
+    "indirect",
 )
 _BUFFER_FIELDS = ("name", "memory", "address", "bytes", "dtype", "levels", "region")
 _INT_RANGE = (-(1 << 63), (1 << 64) - 1)  # what msgpack can encode
@@ -342,6 +343,18 @@ _SEQUENCER = {"buffer": str, "base": int, "time": [_ENTRY], "packet": [_ENTRY], 
 _LOOPS = [{"size": int, "src": int, "dst": int}]
 _DMA = {"src_base": int, "dst_base": int, "packet": int, "loops": _LOOPS}
 _FILL = {"base": int, "packet": int, "loops": _LOOPS, "pattern": [int]}
+_INDIRECT = {
+    "src_base": int,
+    "dst_base": int,
+    "packet": int,
+    "loops": _LOOPS,
+    "indexed": str,
+    "entries": [int],
+    "offsets": [int],
+    "divisor": int,
+    "rows": int,
+    "row_stride": int,
+}
 _COMMAND = {
     "index": int,
     "kind": str,
@@ -355,6 +368,7 @@ _COMMAND = {
     "commit": _Optional(_SEQUENCER),
     "waits": [int],
     "fill": _Optional(_FILL),
+    "indirect": _Optional(_INDIRECT),
 }
 _TENSOR = {"name": str, "path": str, "kind": str, "dtype": str, "levels": [str], "bytes": int, "buffer": str}
 _BUFFER = {"name": str, "memory": str, "address": int, "bytes": int, "dtype": str, "levels": [str], "region": str}

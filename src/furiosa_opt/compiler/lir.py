@@ -98,7 +98,7 @@ def walk_sequencer(sequencer: Sequencer, memory: int, count: int | None = None) 
 class Command:
     index: int
     context: str  # main | sub | tdma | pdma | none (views)
-    kind: str  # dma | exec | memset | view | sync
+    kind: str  # dma | exec | memset | indirect | view | sync
     op: int  # index of the vISA op (-1 for syncs)
     opcode: str
     loc: str | None
@@ -110,6 +110,7 @@ class Command:
     commit: Sequencer | None = None
     waits: list[int] = field(default_factory=list)  # sync: the commands (other contexts) waited for
     fill: dict | None = None  # memset: {base, packet, loops: [Loop] (dst strides), pattern: [byte]}
+    indirect: dict | None = None  # gather / scatter: the row walk and the index cells (docs/lir.md)
 
 
 @dataclass

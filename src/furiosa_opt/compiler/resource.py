@@ -53,6 +53,13 @@ def _dma_cycles(command: Command, source: Buffer, target: Buffer) -> tuple[int, 
     return busy + RNGD.dma_startup_cycles, packets * dma["packet"]
 
 
+def _indirect_cycles(command: Command) -> tuple[int, int]:
+    """(cycles, bytes) of a gather or scatter: every index cell's row in 256-byte bursts, plus startup."""
+    config = command.indirect
+    packets = len(config["entries"]) * math.prod(loop.size for loop in config["loops"])
+    return packets * -(-config["packet"] // RNGD.dma_burst_bytes) + RNGD.dma_startup_cycles, packets * config["packet"]
+
+
 def _pcie_cycles(command: Command) -> tuple[int, int]:
     moved = math.prod(loop.size for loop in command.dma["loops"]) * command.dma["packet"]
     return -(-moved // RNGD.pcie_bytes_per_cycle) + RNGD.dma_startup_cycles, moved
@@ -136,6 +143,12 @@ def cost(lir: Lir) -> list[Costed]:
             cycles, moved = _dma_cycles(command, source, target)
             tpe = {"HBM→DM": "DmaLoad", "DM→HBM": "DmaStore"}.get(route, "Dma")
             out.append(Costed(command, cycles, ("tdma",), ("DmaEngine",), tpe, route, moved))
+            continue
+        if command.kind == "indirect":  # one row move per index cell, on the DMA engines
+            cycles, moved = _indirect_cycles(command)
+            source, target = buffers[command.inputs[0]], buffers[command.outputs[0]]
+            route = ROUTE_NAMES.get((source.memory, target.memory), f"{source.memory}→{target.memory}")
+            out.append(Costed(command, cycles, ("tdma",), ("DmaEngine",), "Dma", f"{route} indirect", moved))
             continue
         if command.kind == "memset":  # every slice writes its region at the sub context's write width
             cycles = -(-buffers[command.outputs[0]].bytes // RNGD.sub_access_bytes) + PIPELINE_FILL

@@ -4,7 +4,11 @@ device.py — so that tensors, streams and the device import one another in one 
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 from furiosa_opt.diagnostics import VerifyError
+
+RUNNING: ContextVar[str | None] = ContextVar("furiosa_opt_running", default=None)  # the kernel the CPU runs
 
 
 class ExecutionContext:

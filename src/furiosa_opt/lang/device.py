@@ -20,7 +20,7 @@ from furiosa_opt.arch import RNGD
 from furiosa_opt.backend import device as registered_device
 from furiosa_opt.diagnostics import Location, VerifyError, user_facing
 from furiosa_opt.lang import params
-from furiosa_opt.lang.context import DmaContext
+from furiosa_opt.lang.context import RUNNING, DmaContext
 from furiosa_opt.lang.params import ParamType
 from furiosa_opt.lang.stream import TuContext
 from furiosa_opt.lang.tensors import TensorType
@@ -213,7 +213,11 @@ def launch(kernel: DeviceFunction, ctx: Context, *args: object) -> Any:
         return returned(kernel, runtime_for(backend).run(kernel, [value for _, _, value in leaves]))
     values = iter(args)
     bound = [ctx if p.type is None else next(values) for p in kernel.parameters]
-    result = kernel.fn(*bound)
+    token = RUNNING.set(kernel.identity)  # run-time faults (a gather's bad index) name the kernel
+    try:
+        result = kernel.fn(*bound)
+    finally:
+        RUNNING.reset(token)
     return _check_result(kernel, result)
 
 

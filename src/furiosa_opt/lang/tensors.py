@@ -21,12 +21,13 @@ from furiosa_opt.arch import RNGD
 from furiosa_opt.backend import active, cpu, selected_device
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
-from furiosa_opt.lang.context import DmaContext, ExecutionContext, expect_context
+from furiosa_opt.lang.context import RUNNING, DmaContext, ExecutionContext, expect_context
 from furiosa_opt.mapping import Mapping, MappingError, PadKind, m, views
 from furiosa_opt.mapping.algebra import check_pad, pair, tile_view
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.mapping.expr import Pair
 from furiosa_opt.mapping.factors import Comp, SymAtom
+from furiosa_opt.verify import indirect as verify_indirect
 from furiosa_opt.verify import memory as verify_memory
 
 
@@ -450,6 +451,61 @@ class HostTensor(Tensor):
         return recorded("host_to_hbm", (self,), moved(self, HbmTensor, params, True, "HostTensor.to_hbm"))
 
 
+def _fault(what: str, error: Exception) -> VerifyError:
+    """A run-time fault of the CPU backend (a bad index), naming the kernel that ran into it."""
+    kernel = RUNNING.get()
+    return VerifyError("dma-index", f"{f'`{kernel}`: ' if kernel else ''}{what}: {error}")
+
+
+def _gathered(table: Tensor, index: Tensor, levels: tuple[Mapping, ...], scaled: bool, what: str) -> DmTensor:
+    """The rows of `table` that `index` selects, in a new DM tensor of `levels` (cluster, slice, element)."""
+    home = HbmTensor if scaled else DmTensor
+    if not isinstance(index, home):
+        raise VerifyError("indirect-index", f"{what} takes its index as a {home.__name__}, got {index!r}")
+    verify_indirect.check_index(index.dtype, what)
+    params = (table.params[0], *levels)
+    axes = verify_indirect.gather(table.storage, index.storage, pair(*params))
+    if not scaled:
+        verify_indirect.check_spm_index(math.prod(n for _, n in axes.index), what)
+    divisor = axes.row * table.dtype.bits // 8 if scaled else 1
+    try:
+        data = active().dma_gather(
+            table.data, table.storage.factors, index.data, index.storage.factors, pair(*params).factors, axes, divisor
+        )
+    except IndexError as error:
+        raise _fault(what, error) from None
+    return DmTensor(table.dtype, params, data)
+
+
+def _scattered(source: DmTensor, index: Tensor, output: object, key: Mapping, scaled: bool, what: str) -> None:
+    """Write the rows of `source` named by `key` into `output` where `index` says."""
+    home = HbmTensor if scaled else DmTensor
+    if not isinstance(index, home):
+        raise VerifyError("indirect-index", f"{what} takes its index as a {home.__name__}, got {index!r}")
+    if not isinstance(output, HbmTensor) or output.dtype != source.dtype:
+        raise VerifyError("indirect-output", f"{what} writes into an HbmTensor of {source.dtype}, got {output!r}")
+    verify_indirect.check_index(index.dtype, what)
+    spatial = pair(source.params[2], source.params[3])
+    axes = verify_indirect.scatter(source.storage, spatial, key, index.storage, output.storage)
+    if not scaled:
+        verify_indirect.check_spm_index(math.prod(n for _, n in axes.index), what)
+    divisor = axes.row * source.dtype.bits // 8 if scaled else 1
+    try:
+        data = active().dma_scatter(
+            source.data,
+            source.storage.factors,
+            index.data,
+            index.storage.factors,
+            output.data,
+            output.storage.factors,
+            axes,
+            divisor,
+        )
+    except IndexError as error:
+        raise _fault(what, error) from None
+    HbmTensorViewMut(output, output.params[1], 0).write(HbmTensor(output.dtype, output.params, data), what)
+
+
 # ---- HBM and DM -------------------------------------------------------------------------------------
 
 
@@ -490,6 +546,30 @@ class HbmTensor(Tensor):
 
     def view(self) -> HbmTensorView:
         return recorded("view", (self,), HbmTensorView(self, self.params[1], 0))
+
+    @user_facing
+    def dma_gather_scaled(self, index: HbmTensor, cluster: Mapping, slice: Mapping, element: Mapping) -> DmTensor:
+        """Upstream's `dma_gather_scaled`: a new DM tensor whose row for each index cell is the table row
+        the cell's value selects, as a byte offset (row r of a 128-wide bf16 table is 256·r). The output's
+        axes are the index's and the payload it shares with this table; the one table axis left is the
+        gathered one. An offset past the table is a fault naming the kernel and line.
+
+            index = HostTensor.from_numpy(rows * 256, i32, m["G"]).to_hbm(ctx.pdma)   # in the host program
+            values = table.dma_gather_scaled(index, m["1 # 2"], m["G / 2"], m["G % 2, D"])   # [K, D] table
+        """
+        result = _gathered(self, index, (cluster, slice, element), True, "dma_gather_scaled")
+        return recorded("dma_gather_scaled", (self, index), result, cluster=cluster, slice=slice, element=element)
+
+    @user_facing
+    def dma_gather_unscaled(self, index: DmTensor, cluster: Mapping, slice: Mapping, element: Mapping) -> DmTensor:
+        """Upstream's `dma_gather_unscaled`: as `dma_gather_scaled`, with the index in DM (on-chip) holding
+        row numbers; the index is read from one PE's 4 KiB scratchpad, so it has at most 1024 cells.
+
+            index_dm = index.to_dm(ctx.tdma, m["1 # 2"], m["G / 2"], m["G % 2"])
+            values = table.dma_gather_unscaled(index_dm, m["1 # 2"], m["G / 2"], m["G % 2, D"])
+        """
+        result = _gathered(self, index, (cluster, slice, element), False, "dma_gather_unscaled")
+        return recorded("dma_gather_unscaled", (self, index), result, cluster=cluster, slice=slice, element=element)
 
     @user_facing
     def hbm_cluster_shuffle(self, dma: DmaContext, pattern) -> HbmTensor:
@@ -548,6 +628,29 @@ class DmTensor(Tensor):
     @user_facing
     def to_dm(self, tdma: DmaContext, slice: Mapping, element: Mapping) -> DmTensor:
         return self.view().to_dm(tdma, self.params[1], slice, element)
+
+    @user_facing
+    def dma_scatter(self, index: HbmTensor, output: HbmTensor, key: Mapping) -> None:
+        """Upstream's `dma_scatter`: each cell of the `key` axes (in this tensor's slice and element)
+        carries a row of the other axes (the payload); it is written into `output` at the row of the
+        output's one remaining axis that the index's value selects, as a byte offset. Rows no key names
+        keep their contents; where two keys name one row the later key's row stays.
+
+            data_dm.dma_scatter(index, cache, m["K"])   # [K, D] rows into a [C, D] cache
+        """
+        _scattered(self, index, output, key, True, "dma_scatter")
+        recorded("dma_scatter", (self, index, output), None, key=key)
+
+    @user_facing
+    def dma_scatter_unscaled(self, index: DmTensor, output: HbmTensor, key: Mapping) -> None:
+        """Upstream's `dma_scatter_unscaled`, whose body is `todo!()` upstream: here it is `dma_scatter`
+        with the index in DM holding row numbers (as `dma_gather_unscaled` is to `dma_gather_scaled`),
+        the meaning its upstream documentation gives; the index fits one PE's 4 KiB scratchpad.
+
+            data_dm.dma_scatter_unscaled(index_dm, cache, m["K"])
+        """
+        _scattered(self, index, output, key, False, "dma_scatter_unscaled")
+        recorded("dma_scatter_unscaled", (self, index, output), None, key=key)
 
     @user_facing
     def reshape(self, chip: Mapping, cluster: Mapping, slice: Mapping, element: Mapping) -> DmTensor:

@@ -66,6 +66,9 @@ def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
                 _dma(memories, command, buffers)
             elif command["kind"] == "exec":
                 unit.run(command)
+            elif command["kind"] == "indirect":
+                memories.indirect(*(buffers[name] for name in command["inputs"][:2]), buffers[command["outputs"][0]],
+                                  command["indirect"])  # fmt: skip
             elif command["kind"] == "memset":
                 memories.fill(buffers[command["outputs"][0]], command["fill"])
         except (Fault, Unsupported, MappingError, KeyError) as error:

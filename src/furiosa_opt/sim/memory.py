@@ -168,6 +168,27 @@ class Memories:
             source_view = source_view.copy()
         target_view[...] = source_view
 
+    def indirect(self, moved: dict, index: dict, output: dict, config: dict) -> None:
+        """A gather or scatter: read each index cell (an i32 at `entries[e]` of the index buffer), take its
+        row (the value over `divisor`; a negative or too large one faults), and move one row's payload
+        between the indexed side (base + row · row_stride) and the direct side (base + offsets[e]), in
+        index order (a later cell's row overwrites an earlier one's). `moved` is the gather's table or
+        the scatter's source."""
+        values = np.array([self._window(index, a, ((4,), (1,)), False).view("<i4")[0] for a in config["entries"]])
+        bad = np.flatnonzero((values < 0) | (values // config["divisor"] >= config["rows"]))
+        if len(bad):
+            value = int(values[bad[0]])
+            reason = (
+                "a negative offset" if value < 0 else f"row {value // config['divisor']}, past the {config['rows']}"
+            )
+            raise Fault(f"index cell {int(bad[0])} holds {value}: {reason} rows")
+        rows = values // config["divisor"] * config["row_stride"]
+        gather = config["indexed"] == "src"
+        for row, offset in zip(rows.tolist(), config["offsets"], strict=True):
+            src, dst = (row, offset) if gather else (offset, row)
+            step = {**config, "src_base": config["src_base"] + src, "dst_base": config["dst_base"] + dst}
+            self.dma(moved, output, step, 1)
+
     def fill(self, target: dict, config: dict) -> None:
         """A memset: the bytes the descriptor's loops visit from `base` (destination strides) become the
         pattern, repeated through each packet."""

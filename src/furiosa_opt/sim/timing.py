@@ -45,8 +45,9 @@ def _command(c: dict, context: str, loc: str | None) -> Command:
     fetch = c["fetch"] and Sequencer.from_dict(c["fetch"])
     commit = c["commit"] and Sequencer.from_dict(c["commit"])
     fill = c["fill"] and {**c["fill"], "loops": [Loop(**loop) for loop in c["fill"]["loops"]]}
+    indirect = c["indirect"] and {**c["indirect"], "loops": [Loop(**loop) for loop in c["indirect"]["loops"]]}
     return Command(c["index"], context, c["kind"], c["op"], c["opcode"], loc, list(c["inputs"]), list(c["outputs"]),
-                   dma, fetch, list(c["engines"]), commit, list(c["waits"]), fill)  # fmt: skip
+                   dma, fetch, list(c["engines"]), commit, list(c["waits"]), fill, indirect)  # fmt: skip
 
 
 def simulate(edf: Edf) -> Timing:

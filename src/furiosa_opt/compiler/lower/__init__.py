@@ -20,6 +20,7 @@ from furiosa_opt.compiler.lower.addresses import (
     dma_loops,
     dram_layout,
     fetch_sequencer,
+    indirect,
     sram_layout,
     to_bytes,
 )
@@ -31,11 +32,15 @@ from furiosa_opt.diagnostics import Location, VerifyError
 from furiosa_opt.dtypes import fill_pattern
 from furiosa_opt.lang.tensors import DmTensor, HbmTensor, Tensor, TensorView, TrfTensor, VrfTensor
 from furiosa_opt.mapping import m, views
+from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.stages import ENDS
+from furiosa_opt.verify import indirect as verify_indirect
 
 VIEW_OPS = {"view", "view_mut", "tile", "chip_tile", "cluster_tile", "slice_tile", "pad", "unpad", "reshape"}
 DMA_OPS = {"to_dm", "to_hbm", "hbm_to_hbm", "to_dm_view", "to_hbm_view"}
+GATHER_OPS = {"dma_gather_scaled", "dma_gather_unscaled"}  # operands (table, index) → a new DM tensor
+SCATTER_OPS = {"dma_scatter", "dma_scatter_unscaled"}  # operands (source, index, output): writes the output
 TERMINALS = ENDS  # the stages that end a pipeline (the stage table's)
 MEMORY = {HbmTensor: "dram", DmTensor: "sram", TrfTensor: "trf", VrfTensor: "vrf"}
 
@@ -128,6 +133,14 @@ class _Lowering:
             self.buffer(op.results[0], op)
         elif op.opcode in DMA_OPS:
             self.lower_dma(op)
+        elif op.opcode in GATHER_OPS:
+            inputs = [self.base_of(name) for name in op.operands]
+            self.command(op, "tdma", "indirect", inputs, [self.buffer(op.results[0], op)])
+            self.pending.append(_Pending(op))
+        elif op.opcode in SCATTER_OPS:
+            output = self.base_of(op.operands[2])
+            self.command(op, "tdma", "indirect", [self.base_of(n) for n in op.operands], [output])
+            self.pending.append(_Pending(op))
         elif op.opcode == "memset":
             self.command(op, op.attr("ctx").name, "memset", [], [self.base_of(op.operands[0])])
             self.pending.append(_Pending(op, target=self.objects[op.operands[0]]))
@@ -184,7 +197,10 @@ class _Lowering:
         raise KeyError(obj)
 
     def fill(self, pending: _Pending, command: Command) -> None:
-        if command.kind == "memset":  # the DMA walk of the tensor's live cells, with no source
+        if command.kind == "indirect":
+            with _at(pending.op):
+                command.indirect = self.indirect(pending.op)
+        elif command.kind == "memset":  # the DMA walk of the tensor's live cells, with no source
             with _at(pending.op):
                 target = self.layout(pending.target)
                 packet, loops = dma_loops(target, target, "memset")
@@ -198,6 +214,23 @@ class _Lowering:
                 command.dma = {"src_base": src.base, "dst_base": dst.base, "packet": packet, "loops": loops}
         else:
             self.fill_exec(pending.chain, command)
+
+    def indirect(self, op: visa.Op) -> dict:
+        """A gather's or scatter's config: the row walk and the index cells (`addresses.indirect`)."""
+        gather = op.opcode in GATHER_OPS
+        moved, index = self.objects[op.operands[0]], self.objects[op.operands[1]]
+        if gather:
+            result = self.objects[op.results[0].name]
+            axes = verify_indirect.gather(moved.storage, index.storage, result.storage)
+            indexed, direct = self.layout(moved), self.layout(result)
+        else:
+            output = self.objects[op.operands[2]]
+            spatial = pair(moved.params[2], moved.params[3])
+            axes = verify_indirect.scatter(moved.storage, spatial, op.attr("key"), index.storage, output.storage)
+            indexed, direct = self.layout(output), self.layout(moved)
+        scaled = not op.opcode.endswith("unscaled")
+        divisor = axes.row * moved.dtype.bits // 8 if scaled else 1
+        return indirect(indexed, direct, self.layout(index), axes, gather, divisor, op.opcode)
 
     def fill_exec(self, chain: list[visa.Op], command: Command) -> None:
         begin, fetch, terminal = chain[0], chain[1], chain[-1]

@@ -13,7 +13,7 @@ fetch and commit sequencers come from the matcher of mapping/sequencer.py.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -22,8 +22,10 @@ from furiosa_opt.compiler.lir import CHIP_STRIDE, DM_BASE, SLICE_STRIDE, Entry, 
 from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping import Mapping
-from furiosa_opt.mapping.factors import BC, concat, size
+from furiosa_opt.mapping.evaluate import evaluate
+from furiosa_opt.mapping.factors import BC, Comp, SymAtom, concat, size, symbols
 from furiosa_opt.mapping.refine import SubDigit, refine
+from furiosa_opt.mapping.relayout import position_of
 from furiosa_opt.mapping.sequencer import Mode, max_access, sequence
 
 MAX_DMA_LOOPS = 6  # limits per side of the external DMA descriptor
@@ -242,3 +244,68 @@ def commit_sequencer(
     access = max(1, math.gcd(valid, max_access(time_cfg, packet_cfg, packet.size) * dtype.bits) // 8)
     write = RNGD.sub_access_bytes if context == "sub" else access
     return Sequencer(buffer, base, *_entries((time_cfg, packet_cfg), dtype, 0, "commit"), write)
+
+
+# ---- indirect DMA (gather, scatter) ----------------------------------------------------------------
+
+
+def _pinned(layout: Layout, names: set[str]) -> Layout:
+    """The layout with the digits of `names` held at coordinate 0 (live count 1, extent kept), so a DMA
+    walk over it visits the payload of one selected row only."""
+
+    def pin(mapping: Mapping) -> Mapping:
+        return Mapping(tuple(replace(f, m=1) if _named(f, names) else f for f in mapping.factors))
+
+    return Layout(tuple(pin(level) for level in layout.levels), layout.units, layout.base, layout.dtype)
+
+
+def _named(f, names: set[str]) -> bool:
+    return isinstance(f.atom, SymAtom) and f.atom.name in names
+
+
+def _row_stride(layout: Layout, axis: str, what: str) -> int:
+    """Bits between consecutive rows of `axis` in `layout`, which must hold the axis as one whole digit:
+    the hardware adds `row · stride` to one base address."""
+    found = [i for i, f in enumerate(layout.factors) if isinstance(f.atom, SymAtom) and f.atom.name == axis]
+    whole = (
+        len(found) == 1
+        and layout.factors[found[0]].s == 1
+        and layout.factors[found[0]].m == layout.factors[found[0]].atom.n
+    )
+    if not whole or any(isinstance(f.atom, Comp) and axis in symbols(f.atom.k) for f in layout.factors):
+        raise VerifyError(
+            "indirect-row",
+            f"{what}: the selected axis `{axis}` must be one whole digit of its tensor's layout, so a row is "
+            "one offset from the base",
+        )
+    index = found[0]
+    return layout.bit_stride(index, size(layout.factors[index + 1 :]))
+
+
+def indirect(indexed: Layout, direct: Layout, index: Layout, axes, gather: bool, divisor: int, what: str) -> dict:
+    """The config of a gather (`gather`: the index selects rows of the source) or a scatter (of the
+    destination): the payload walk of one row on both sides, and per index cell (in the key's order)
+    the byte address of the cell and the direct side's offset to its row."""
+    pinned_indexed = _pinned(indexed, {axes.selected[0]})
+    pinned_direct = _pinned(direct, {name for name, _ in axes.index})
+    src, dst = (pinned_indexed, pinned_direct) if gather else (pinned_direct, pinned_indexed)
+    packet, loops = dma_loops(src, dst, what)
+    cells = evaluate(index.factors, np.arange(size(index.factors), dtype=np.int64))
+    live = np.flatnonzero(cells.live)
+    coords = {name: cells.coords[name][live] for name, _ in axes.index}
+    order = np.argsort(np.ravel_multi_index(tuple(coords[n] for n, _ in axes.index), [n for _, n in axes.index]))
+    live = live[order]
+    coords = {name: c[order] for name, c in coords.items()}
+    offsets = direct.addresses(position_of(direct.factors, coords, live.shape)) - direct.base
+    return {
+        "src_base": src.base,
+        "dst_base": dst.base,
+        "packet": packet,
+        "loops": loops,
+        "indexed": "src" if gather else "dst",
+        "entries": index.addresses(live).tolist(),
+        "offsets": offsets.tolist(),
+        "divisor": divisor,
+        "rows": axes.selected[1],
+        "row_stride": to_bytes(_row_stride(indexed, axes.selected[0], what), indexed.dtype, what),
+    }
