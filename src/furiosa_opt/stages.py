@@ -109,6 +109,8 @@ MEMORY_OPS = (
     "hbm_to_hbm",
     "to_dm_view",
     "to_hbm_view",
+    "to_dm_pcopy",
+    "to_dm_view_pcopy",
     "memset",
     "dma_gather_scaled",
     "dma_gather_unscaled",

@@ -107,6 +107,8 @@ REPLAY: dict[str, Callable[[list, A], object]] = {
     "hbm_to_hbm": lambda o, a: o[0].to_hbm(a["ctx"], a["element"]),
     "to_dm_view": lambda o, a: o[0].to_dm_view(a["ctx"], o[1]),
     "to_hbm_view": lambda o, a: o[0].to_hbm_view(a["ctx"], o[1]),
+    "to_dm_pcopy": lambda o, a: o[0].to_dm_pcopy(a["ctx"], a["slice"], a["element"]),
+    "to_dm_view_pcopy": lambda o, a: o[0].to_dm_view_pcopy(a["ctx"], o[1]),
     "memset": lambda o, a: o[0].memset(from_code(a["code"], o[0].dtype), a["ctx"]),
     "dma_gather_scaled": lambda o, a: o[0].dma_gather_scaled(o[1], a["cluster"], a["slice"], a["element"]),
     "dma_gather_unscaled": lambda o, a: o[0].dma_gather_unscaled(o[1], a["cluster"], a["slice"], a["element"]),

@@ -150,6 +150,11 @@ def cost(lir: Lir) -> list[Costed]:
             route = ROUTE_NAMES.get((source.memory, target.memory), f"{source.memory}→{target.memory}")
             out.append(Costed(command, cycles, ("tdma",), ("DmaEngine",), "Dma", f"{route} indirect", moved))
             continue
+        if command.kind == "pcopy":  # every slice copies its part at the sub context's access width
+            cycles = -(-buffers[command.outputs[0]].bytes // RNGD.sub_access_bytes) + PIPELINE_FILL
+            moved = math.prod(loop.size for loop in command.dma["loops"]) * command.dma["packet"]
+            out.append(Costed(command, cycles, ("sub",), ("SubContext",), "Sub", "DM→DM parallel copy", moved))
+            continue
         if command.kind == "memset":  # every slice writes its region at the sub context's write width
             cycles = -(-buffers[command.outputs[0]].bytes // RNGD.sub_access_bytes) + PIPELINE_FILL
             out.append(Costed(command, cycles, ("sub",), ("SubContext",), "Sub"))

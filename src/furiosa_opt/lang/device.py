@@ -52,6 +52,24 @@ class Context:
     def __init__(self):
         self.main, self.sub = TuContext("main"), TuContext("sub")
         self.tdma, self.pdma = DmaContext("tdma"), DmaContext("pdma")
+        self.bound: Device | None = None
+
+    def bind(self, device: Device) -> Context:
+        """Upstream's `Acquired::bind(kernel.device())`: fix the device the NPU backend runs on before
+        any launch. The first bind holds for the process; binding another device is refused, and so is
+        launching a kernel compiled for another device on the NPU backend. The CPU backend ignores it.
+
+            with Context.acquire() as ctx:
+                ctx.bind(forward.device)
+        """
+        if not isinstance(device, Device):
+            raise VerifyError("context-bind", f"bind takes a kernel's `device` (a Device), got {device!r}")
+        if self.bound is not None and self.bound != device:
+            raise VerifyError(
+                "context-bind", f"the context is bound to {self.bound}; it cannot be bound to {device} as well"
+            )
+        self.bound = device
+        return self
 
     def __repr__(self) -> str:
         return "Context(main, sub, tdma, pdma)"
@@ -209,6 +227,11 @@ def launch(kernel: DeviceFunction, ctx: Context, *args: object) -> Any:
     if not isinstance(ctx, Context):
         raise VerifyError("launch-context", f"launch({kernel.__name__}, ctx, ...) needs the Context first, got {ctx!r}")
     leaves = kernel.bind(args)
+    if backend != "cpu" and ctx.bound is not None and ctx.bound != kernel.device:
+        raise VerifyError(
+            "launch-device",
+            f"`{kernel.identity}` is compiled for {kernel.device}, the context is bound to {ctx.bound}",
+        )
     if backend != "cpu":
         return returned(kernel, runtime_for(backend).run(kernel, [value for _, _, value in leaves]))
     values = iter(args)

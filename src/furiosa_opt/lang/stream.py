@@ -14,7 +14,7 @@ from furiosa_opt import dtypes
 from furiosa_opt.backend import active
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
-from furiosa_opt.lang.context import ExecutionContext
+from furiosa_opt.lang.context import ExecutionContext, expect_context
 from furiosa_opt.lang.contraction import Contraction, contract_outer
 from furiosa_opt.lang.tensors import (
     DmTensor,
@@ -54,6 +54,57 @@ class TuContext(ExecutionContext):
             ctx.main.begin_interleaved(a.view(), b.view(), I).fetch(m["I"], m["A % 8"])
         """
         return begin_interleaved(self, lhs, rhs, axis)
+
+    @user_facing
+    def parallel_copy_cluster_slice(
+        self,
+        tensor: DmTensorView,
+        slice_indices,
+        cluster_dim: int | None,
+        axis_to_slice: Mapping,
+        axis_sliced_element: Mapping,
+        element: Mapping,
+    ) -> DmTensor:
+        """Sub context only: a new DM tensor whose cluster c holds the cluster-c part of `tensor` at
+        position `slice_indices[c]` of the digit `axis_to_slice` (its element tiled to
+        `axis_sliced_element`), written as `element`; one ParallelCopy per cluster.
+
+            rows = ctx.sub.parallel_copy_cluster_slice(dm.view(), [1, 0], 2, m["R"], m["R = 1 # 4, E"], m["E"])
+        """
+        return _parallel_slice(self, tensor, 1, slice_indices, cluster_dim, axis_to_slice, axis_sliced_element, element)
+
+    @user_facing
+    def parallel_copy_chip_slice(
+        self,
+        tensor: DmTensorView,
+        slice_indices,
+        chip_dim: int | None,
+        axis_to_slice: Mapping,
+        axis_sliced_element: Mapping,
+        element: Mapping,
+    ) -> DmTensor:
+        """As `parallel_copy_cluster_slice`, per chip: chip c takes position `slice_indices[c]`.
+
+        rows = ctx.sub.parallel_copy_chip_slice(dm.view(), [3, 0, 1, 2], 4, m["R"], m["R = 1 # 4, E"], m["E"])
+        """
+        return _parallel_slice(self, tensor, 0, slice_indices, chip_dim, axis_to_slice, axis_sliced_element, element)
+
+
+def _parallel_slice(ctx, tensor, level, indices, dim, axis, sliced, element) -> DmTensor:
+    """Upstream's composition: per position p of the level, tile p of `tensor` there, tile its element at
+    `indices[p]` of `axis`, and ParallelCopy it into tile p of a new tensor."""
+    what = ("parallel_copy_chip_slice", "parallel_copy_cluster_slice")[level]
+    expect_context(ctx, ("sub",), what)
+    indices = [int(i) for i in indices]
+    index = tensor.params[level]
+    dim = len(indices) if dim is None else dim
+    verify_memory.check_shuffle(list(range(len(indices))), dim, index, what)
+    out = DmTensor.new(tensor.dtype, *tensor.params[:3], element)
+    tile = ("chip_tile", "cluster_tile")[level]
+    for position, chosen in enumerate(indices):
+        piece = getattr(tensor, tile)(position, index, 1, m[f"1 # {dim}"]).tile(chosen, axis, 1, sliced)
+        piece.to_dm_view_pcopy(ctx, getattr(out.view_mut(), tile)(position, index, 1, m[f"1 #{{!}} {dim}"]))
+    return out
 
 
 class Stream:

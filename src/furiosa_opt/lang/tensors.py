@@ -630,6 +630,15 @@ class DmTensor(Tensor):
         return self.view().to_dm(tdma, self.params[1], slice, element)
 
     @user_facing
+    def to_dm_pcopy(self, sub: ExecutionContext, slice: Mapping, element: Mapping) -> DmTensor:
+        """`to_dm` issued on the sub context as a ParallelCopy (DM → DM, "stos"): a new DM tensor with the
+        same chip and cluster, the slice and element given (sizes kept); reads may broadcast.
+
+            moved = dm.to_dm_pcopy(ctx.sub, m["A"], m["B / 2, B % 2"])
+        """
+        return self.view().to_dm_pcopy(sub, slice, element)
+
+    @user_facing
     def dma_scatter(self, index: HbmTensor, output: HbmTensor, key: Mapping) -> None:
         """Upstream's `dma_scatter`: each cell of the `key` axes (in this tensor's slice and element)
         carries a row of the other axes (the payload); it is written into `output` at the row of the
@@ -657,8 +666,8 @@ class DmTensor(Tensor):
         return _reshaped(self, (chip, cluster, slice, element))
 
 
-def _reshaped(tensor: Tensor, params: tuple[Mapping, ...]) -> Tensor:
-    """Relabel the unchanged buffer: every level keeps its size (the caller keeps wire order)."""
+def _reshaped(tensor: Tensor | TensorView, params: tuple[Mapping, ...]) -> Tensor | TensorView:
+    """Relabel the unchanged buffer (or view): every level keeps its size (the caller keeps wire order)."""
     for level, old, new in zip(type(tensor).levels, tensor.params, params, strict=True):
         if old.size != new.size:
             raise VerifyError(
@@ -666,7 +675,10 @@ def _reshaped(tensor: Tensor, params: tuple[Mapping, ...]) -> Tensor:
                 f"reshape: the {level} size must be preserved: `{old}` has {old.size} positions, "
                 f"`{new}` has {new.size}",
             )
-    result = type(tensor)(tensor.dtype, params, tensor.data)
+    if isinstance(tensor, TensorView):  # the same window of the same base, its levels relabelled
+        result = type(tensor)(tensor.base, params[-1], tensor.window, params[:-1])
+    else:
+        result = type(tensor)(tensor.dtype, params, tensor.data)
     return recorded("reshape", (tensor,), result, **dict(zip(type(tensor).levels, params, strict=True)))
 
 
@@ -774,6 +786,16 @@ class TensorView:
         """
         result = self._tiled(0, start, index, length, chip, "chip_tile")
         return recorded("chip_tile", (self,), result, start=start, index=index, length=length, chip=result.outer[0])
+
+    @user_facing
+    def reshape(self, *levels: Mapping) -> TensorView:
+        """Upstream's (unsafe) view `reshape`: the same cells relabelled by new mappings of the same
+        sizes, one per level; like a tensor's `reshape`, it must keep the wire order (a regrouping, not a
+        permutation), which is not checked.
+
+            cache.view_mut().reshape(m["1"], m["L, H / 64, H % 64"])   # [L, H] as [L, heads, head_dim]
+        """
+        return _reshaped(self, levels)
 
     @user_facing
     def pad(self, element: Mapping) -> TensorView:
@@ -955,6 +977,32 @@ class DmTensorView(_DmLevels):
     """A read view of a DM tensor (`DmTensor.view()`), the input of `ctx.main.begin(...)`."""
 
     levels = ("chip", "cluster", "slice", "element")
+
+    @user_facing
+    def to_dm_pcopy(self, sub: ExecutionContext, slice: Mapping, element: Mapping) -> DmTensor:
+        """The view's cells as a new DM tensor by ParallelCopy on the sub context (see `DmTensor.to_dm_pcopy`).
+
+        part = dm.view().tile(0, m["B"], 64, m["B = 64 # 128"]).to_dm_pcopy(ctx.sub, m["A"], m["B = 64 # 128"])
+        """
+        expect_context(sub, ("sub",), "to_dm_pcopy")
+        params = (self.outer[0], self.outer[1], slice, element)
+        verify_memory.check_sizes_preserved(self.outer[1:], params[1:3], "to_dm_pcopy")
+        result = moved(self.read(), DmTensor, params, True, "to_dm_pcopy")
+        return recorded("to_dm_pcopy", (self,), result, ctx=sub, slice=slice, element=element)
+
+    @user_facing
+    def to_dm_view_pcopy(self, sub: ExecutionContext, destination: TensorView) -> None:
+        """Write the view's cells into the live cells of a DM `view_mut()` by ParallelCopy on the sub
+        context (chip, cluster and slice sizes kept); a write does not broadcast.
+
+            src.view().to_dm_view_pcopy(ctx.sub, out.view_mut().cluster_tile(1, m["C"], 1, m["1 #{!} 2"]))
+        """
+        expect_context(sub, ("sub",), "to_dm_view_pcopy")
+        _expect_writable(destination, DmTensor, "to_dm_view_pcopy")
+        verify_memory.check_sizes_preserved(self.outer[1:], destination.outer[1:], "to_dm_view_pcopy")
+        params = (*destination.outer, destination.element)
+        destination.write(moved(self.read(), DmTensor, params, False, "to_dm_view_pcopy"), "to_dm_view_pcopy")
+        recorded("to_dm_view_pcopy", (self, destination), None, ctx=sub)
 
     @user_facing
     def dm_chip_shuffle(self, tdma: DmaContext, pattern, chip_dim: int | None = None) -> DmTensor:

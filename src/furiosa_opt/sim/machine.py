@@ -62,7 +62,7 @@ def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
     spans = dict(edf.spans)
     for context, command in commands_in_order(edf):
         try:
-            if command["kind"] == "dma":
+            if command["kind"] in ("dma", "pcopy"):
                 _dma(memories, command, buffers)
             elif command["kind"] == "exec":
                 unit.run(command)

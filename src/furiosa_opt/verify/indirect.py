@@ -45,17 +45,19 @@ class Indirect:
 
 
 def axes_of(mapping: Mapping) -> tuple[tuple[str, int], ...]:
-    """The live axes of a mapping, in order of first appearance (composites read through)."""
+    """The live axes of a mapping, in order of first appearance, each with the coordinates it covers
+    (`Indices % 32` covers 32 of 128: a tile's chunk; an axis inside a composite covers all of it)."""
     found: dict[str, int] = {}
 
-    def walk(factors) -> None:
+    def walk(factors, whole: bool) -> None:
         for f in factors:
             if isinstance(f.atom, SymAtom) and f.m > 1:
-                found.setdefault(f.atom.name, f.atom.n)
+                extent = f.atom.n if whole else min(f.atom.n, f.s * f.m)
+                found[f.atom.name] = max(found.get(f.atom.name, 0), extent)
             elif isinstance(f.atom, Comp):
-                walk(f.atom.k)
+                walk(f.atom.k, True)
 
-    walk(mapping.factors)
+    walk(mapping.factors, False)
     return tuple(found.items())
 
 

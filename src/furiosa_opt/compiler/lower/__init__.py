@@ -38,7 +38,8 @@ from furiosa_opt.stages import ENDS
 from furiosa_opt.verify import indirect as verify_indirect
 
 VIEW_OPS = {"view", "view_mut", "tile", "chip_tile", "cluster_tile", "slice_tile", "pad", "unpad", "reshape"}
-DMA_OPS = {"to_dm", "to_hbm", "hbm_to_hbm", "to_dm_view", "to_hbm_view"}
+DMA_OPS = {"to_dm", "to_hbm", "hbm_to_hbm", "to_dm_view", "to_hbm_view", "to_dm_pcopy", "to_dm_view_pcopy"}
+PCOPY_OPS = {"to_dm_pcopy", "to_dm_view_pcopy"}  # DM → DM on the sub context (ParallelCopy): a DMA walk
 GATHER_OPS = {"dma_gather_scaled", "dma_gather_unscaled"}  # operands (table, index) → a new DM tensor
 SCATTER_OPS = {"dma_scatter", "dma_scatter_unscaled"}  # operands (source, index, output): writes the output
 TERMINALS = ENDS  # the stages that end a pipeline (the stage table's)
@@ -149,14 +150,15 @@ class _Lowering:
 
     def lower_dma(self, op: visa.Op) -> None:
         source = self.objects[op.operands[0]]
-        if op.opcode.endswith("_view"):
+        if not op.results:  # a move into a view (`to_dm_view`, `to_hbm_view`, `to_dm_view_pcopy`)
             target = self.objects[op.operands[1]]
             output = self.base_of(op.operands[1])
         else:
             target = self.objects[op.results[0].name]
             output = self.buffer(op.results[0], op)
         context = op.attr("ctx").name
-        self.command(op, context, "dma", [self.base_of(op.operands[0])], [output])
+        kind = "pcopy" if op.opcode in PCOPY_OPS else "dma"
+        self.command(op, context, kind, [self.base_of(op.operands[0])], [output])
         self.pending.append(_Pending(op, source, target))
 
     def lower_pipeline(self, terminal: visa.Op) -> None:
@@ -206,7 +208,7 @@ class _Lowering:
                 packet, loops = dma_loops(target, target, "memset")
                 pattern = fill_pattern(pending.op.attr("code"), target.dtype)
                 command.fill = {"base": target.base, "packet": packet, "loops": loops, "pattern": pattern}
-        elif command.kind == "dma":
+        elif command.kind in ("dma", "pcopy"):
             with _at(pending.op):
                 src, dst = self.layout(pending.source), self.layout(pending.target)
                 whole = not isinstance(pending.target, TensorView)
