@@ -40,7 +40,10 @@ class Location:
         return f"{self.file}:{self.line}"
 
 
+@functools.lru_cache(maxsize=4096)
 def _internal(filename: str) -> bool:
+    """Whether a code object's file is furiosa_opt's own (resolved once per file name: every traced op
+    walks its frames)."""
     return str(Path(filename).resolve()).startswith(_PACKAGE_DIR)
 
 

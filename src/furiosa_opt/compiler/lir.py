@@ -31,6 +31,11 @@ class Buffer:
     last: int  # index of the last command that uses it
     region: str = ""  # trf: full | first_half | second_half
 
+    @property
+    def footprint(self) -> tuple[str, int, int]:
+        """(memory, address, bytes): the place it occupies, shared by buffers that reuse one place."""
+        return self.memory, self.address, self.bytes
+
 
 @dataclass
 class Loop:
@@ -92,6 +97,21 @@ def walk_sequencer(sequencer: Sequencer, memory: int, count: int | None = None) 
     positions = np.arange(total if count is None else min(count, total), dtype=np.int64)
     digits = np.unravel_index(positions, sizes) if sizes else ()
     return sequencer.base + sum((d * s for d, s in zip(digits, strides, strict=True)), np.zeros_like(positions))
+
+
+def overlapping(places: set[tuple[str, int, int]]) -> dict[tuple, list[tuple]]:
+    """Each footprint (`Buffer.footprint`) with the footprints it shares a byte with (itself always included):
+    a sweep over the footprints sorted by memory and address."""
+    near: dict[tuple, list[tuple]] = {place: [place] for place in places}
+    ordered = sorted(places, key=lambda p: (p[0], p[1]))
+    for i, a in enumerate(ordered):
+        for b in ordered[i + 1 :]:
+            if b[0] != a[0] or b[1] >= a[1] + a[2]:
+                break
+            if b[2] and a[2]:
+                near[a].append(b)
+                near[b].append(a)
+    return near
 
 
 @dataclass

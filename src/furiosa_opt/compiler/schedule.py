@@ -10,9 +10,10 @@ rule applies). TRF halves are different addresses, so a load into one half overl
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
-from furiosa_opt.compiler.lir import Buffer, Lir
+from furiosa_opt.compiler.lir import Lir, overlapping
 from furiosa_opt.compiler.resource import Costed, cost, inter_slice_reduce_cycles, switch_cycles, transpose_cycles
 from furiosa_opt.switch import parse_switch_config
 
@@ -36,31 +37,39 @@ class Schedule:
     critical_path: int
 
 
-def _overlap(a: Buffer, b: Buffer) -> bool:
-    return a.memory == b.memory and a.address < b.address + b.bytes and b.address < a.address + a.bytes
-
-
 def dependencies(lir: Lir, costed: list[Costed]) -> list[set[int]]:
-    """For each command, the earlier commands it must follow (RAW, WAR, WAW on overlapping memory)."""
+    """For each command, the earlier commands it must follow (RAW, WAR, WAW on overlapping memory).
+
+    Per memory footprint only the latest write and the reads since it are kept: an earlier access is
+    ordered before those already, so the sets differ from "every earlier conflicting command" only by
+    edges the others imply (the same schedule, the same longest paths), and the walk is linear."""
     buffers = {b.name: b for b in lir.buffers}
+    near = overlapping({b.footprint for b in lir.buffers})
+    last_write: dict[tuple, int] = {}
+    reads: dict[tuple, list[int]] = {}  # footprint → commands reading it since its last write
     deps: list[set[int]] = []
     for i, item in enumerate(costed):
         command = item.command
-        reads = [buffers[b] for b in command.inputs]
-        writes = [buffers[b] for b in command.outputs]
         mine: set[int] = set()
-        if item.cycles or command.kind == "exec" or command.kind == "dma":
-            for j in range(i):
-                other = costed[j].command
-                if other.kind in ("view", "sync"):
-                    continue
-                earlier_writes = [buffers[b] for b in other.outputs]
-                earlier_reads = [buffers[b] for b in other.inputs]
-                raw = any(_overlap(r, w) for r in reads for w in earlier_writes)
-                war = any(_overlap(w, r) for w in writes for r in earlier_reads)
-                waw = any(_overlap(w, v) for w in writes for v in earlier_writes)
-                if raw or war or waw:
-                    mine.add(j)
+        if command.kind in ("view", "sync"):
+            deps.append(mine)
+            continue
+        ordered = item.cycles or command.kind in ("exec", "dma")
+        for name in command.inputs:
+            for spot in near[buffers[name].footprint]:
+                if ordered and spot in last_write:
+                    mine.add(last_write[spot])
+        for name in command.outputs:
+            for spot in near[buffers[name].footprint]:
+                if ordered:
+                    mine.update(reads.get(spot, ()))
+                    if spot in last_write:
+                        mine.add(last_write[spot])
+        for name in command.inputs:
+            reads.setdefault(buffers[name].footprint, []).append(i)
+        for name in command.outputs:
+            place = buffers[name].footprint
+            last_write[place], reads[place] = i, []
         deps.append(mine)
     return deps
 
@@ -93,24 +102,37 @@ def schedule(lir: Lir, strategy: str = "list") -> Schedule:
     free: dict[str, int] = {}
     end: dict[int, int] = {}
     start: dict[int, int] = {}
-    waiting = [i for i, c in enumerate(costed) if c.command.kind not in ("view", "sync")]
-    while waiting:
-        ready = [i for i in waiting if deps[i] <= end.keys()]
-        if strategy == "inorder":
-            ready = ready[:1]
-        best = min(ready, key=lambda i: (_earliest(i, costed, deps, end, free), -priority[i], i))
-        at = _earliest(best, costed, deps, end, free)
-        start[best], end[best] = at, at + costed[best].cycles
+    placed = [i for i, c in enumerate(costed) if c.command.kind not in ("view", "sync")]
+    followers: dict[int, list[int]] = {}
+    pending = {i: len(deps[i]) for i in placed}
+    for i in placed:
+        for j in deps[i]:
+            followers.setdefault(j, []).append(i)
+    # Ready commands in a heap by (earliest start, -remaining path, index). A start time only grows as
+    # resources fill, so a popped entry whose start moved is pushed back with its new time.
+    heap = [(0, -priority[i], i) for i in placed if not pending[i]]
+    heapq.heapify(heap)
+    while heap:
+        at, rank, best = heapq.heappop(heap)
+        earliest = _earliest(best, costed, deps, end, free)
+        if earliest > at:
+            heapq.heappush(heap, (earliest, rank, best))
+            continue
+        start[best], end[best] = earliest, earliest + costed[best].cycles
         for resource in costed[best].resources:
             free[resource] = end[best]
-        waiting.remove(best)
-    slots = []
-    for i, item in enumerate(costed):
-        if i not in start:  # views and syncs: zero length where their next command starts
-            following = next((k for k in range(i + 1, len(costed)) if k in start), None)
-            at = start[following] if following is not None else max(end.values(), default=0)
-            start[i], end[i] = at, at
-        slots.append(Slot(item, start[i], end[i]))
+        for k in followers.get(best, ()):
+            pending[k] -= 1
+            if not pending[k]:
+                heapq.heappush(heap, (_earliest(k, costed, deps, end, free), -priority[k], k))
+    slots: list[Slot | None] = [None] * len(costed)
+    following = max(end.values(), default=0)  # views and syncs: zero length where their next command starts
+    for i in reversed(range(len(costed))):
+        if i in start:
+            following = start[i]
+        else:
+            start[i], end[i] = following, following
+        slots[i] = Slot(costed[i], start[i], end[i])
     makespan = max((s.end for s in slots), default=0)
     critical = max(priority, default=0)
     busy: dict[str, int] = {}

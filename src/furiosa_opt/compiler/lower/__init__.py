@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from furiosa_opt.compiler import visa
-from furiosa_opt.compiler.lir import Buffer, Command, Lir
+from furiosa_opt.compiler.lir import Buffer, Command, Lir, overlapping
 from furiosa_opt.compiler.lower.addresses import (
     Layout,
     commit_sequencer,
@@ -66,6 +66,8 @@ class _Lowering:
         self.commands: list[Command] = []
         self.pending: list[_Pending] = []
         self.producer = {v.name: op for op in self.ir.ops for v in op.results}
+        self.op_index = {id(op): i for i, op in enumerate(self.ir.ops)}
+        self._names: dict[int, str] | None = None  # id(object) → value name, for layouts
 
     # ---- buffers ----
 
@@ -103,8 +105,7 @@ class _Lowering:
 
     def command(self, op: visa.Op, context: str, kind: str, inputs: list[str], outputs: list[str]) -> Command:
         loc = _loc_text(op.loc, self.root)
-        index = self.ir.ops.index(op)
-        command = Command(len(self.commands), context, kind, index, op.opcode, loc, inputs, outputs)
+        command = Command(len(self.commands), context, kind, self.op_index[id(op)], op.opcode, loc, inputs, outputs)
         self.commands.append(command)
         return command
 
@@ -193,10 +194,12 @@ class _Lowering:
         return sram_layout(tensor.params, tensor.dtype, buffer.address)
 
     def _value_of(self, obj: object) -> str:
-        for name, candidate in self.objects.items():
-            if candidate is obj:
-                return name
-        raise KeyError(obj)
+        """The first value name bound to `obj` (asked once buffers are made, so the map is built once)."""
+        if self._names is None:
+            self._names = {}
+            for name, candidate in self.objects.items():
+                self._names.setdefault(id(candidate), name)
+        return self._names[id(obj)]
 
     def fill(self, pending: _Pending, command: Command) -> None:
         if command.kind == "indirect":
@@ -284,11 +287,17 @@ class _Lowering:
 
     def lifetimes(self, results: list[str], commands: list[Command] | None = None) -> None:
         commands = commands if commands is not None else self.commands
+        written: dict[str, int] = {}  # buffer → first command writing it
+        used: dict[str, int] = {}  # buffer → last command reading or writing it
+        for c in commands:
+            for name in c.outputs:
+                written.setdefault(name, c.index)
+            for name in (*c.inputs, *c.outputs):
+                used[name] = c.index
         for buffer in self.buffers.values():
             if buffer.first >= 0:
-                buffer.first = min((c.index for c in commands if buffer.name in c.outputs), default=buffer.first)
-            uses = [c.index for c in commands if buffer.name in c.inputs or buffer.name in c.outputs]
-            buffer.last = max(uses, default=buffer.first)
+                buffer.first = written.get(buffer.name, buffer.first)
+            buffer.last = used.get(buffer.name, buffer.first)
         for name in results:
             self.buffers[name].last = len(commands)
 
@@ -332,37 +341,35 @@ def _loc_text(loc: visa.Loc | None, root: Path | None) -> str | None:
 
 def _with_syncs(commands: list[Command], buffers: dict[str, Buffer]) -> list[Command]:
     """Insert a sync before each command that must wait for work on another context: it reads what
-    another context wrote, or writes memory another context still reads or writes (address overlap)."""
+    another context wrote, or writes memory another context still reads or writes (address overlap).
+
+    A context runs its commands in order, so waiting for another context's latest conflicting access
+    covers its earlier ones: per memory footprint (memory, address, bytes — buffers reusing one place
+    share it) and context, only the latest read and write are kept, which keeps this linear."""
+    footprint = {name: b.footprint for name, b in buffers.items()}
+    near = overlapping(set(footprint.values()))
+    latest: dict[tuple, dict[str, list[int | None]]] = {}  # footprint → context → [last read, last write]
     final: list[Command] = []
-    accesses: list[tuple[Buffer, int, str, bool]] = []  # (buffer, final index, context, wrote)
     for command in commands:
         if command.kind == "view":
             command.index = len(final)
             final.append(command)
             continue
-        waits = set()
-        for buffer, index, context, wrote in accesses:
-            if context == command.context:
-                continue
-            reads_written = wrote and any(_same(buffer, buffers[b]) for b in command.inputs)
-            overwrites = any(_overlap(buffer, buffers[b]) for b in command.outputs)
-            if reads_written or overwrites:
-                waits.add(index)
+        waits: set[int] = set()
+        for names, both in ((command.inputs, False), (command.outputs, True)):
+            for name in names:
+                for spot in near[footprint[name]]:
+                    for context, (read, wrote) in latest.get(spot, {}).items():
+                        if context != command.context:
+                            waits.update(i for i in ((read, wrote) if both else (wrote,)) if i is not None)
         if waits:
             final.append(Command(len(final), command.context, "sync", -1, "sync", command.loc, waits=sorted(waits)))
         command.index = len(final)
         final.append(command)
-        accesses += [(buffers[b], command.index, command.context, False) for b in command.inputs]
-        accesses += [(buffers[b], command.index, command.context, True) for b in command.outputs]
+        for names, slot in ((command.inputs, 0), (command.outputs, 1)):
+            for name in names:
+                latest.setdefault(footprint[name], {}).setdefault(command.context, [None, None])[slot] = command.index
     return final
-
-
-def _same(a: Buffer, b: Buffer) -> bool:
-    return a.name == b.name or _overlap(a, b)
-
-
-def _overlap(a: Buffer, b: Buffer) -> bool:
-    return a.memory == b.memory and a.address < b.address + b.bytes and b.address < a.address + a.bytes
 
 
 def lower(kernel: visa.Kernel, root: Path | None = None) -> Lir:

@@ -36,8 +36,12 @@ def _overlaps(a: Buffer, b: Buffer) -> bool:
 
 
 def _first_fit(buffers: list[Buffer], capacity: int, memory: str, where: dict[str, Location | None]) -> None:
+    """Buffers in order of their first command; those placed earlier and still live at its first
+    command are the ones it may not overlap (the dead are dropped as they expire, so this is linear
+    in the number of buffers times the number live at once)."""
     placed: list[Buffer] = []
     for buffer in sorted(buffers, key=lambda b: (b.first, b.name)):
+        placed = [b for b in placed if b.last >= buffer.first]
         live = sorted((b for b in placed if _overlaps(b, buffer)), key=lambda b: b.address)
         address = 0
         for other in live:
@@ -63,6 +67,7 @@ def _trf_regions(buffers: list[Buffer], where: dict[str, Location | None]) -> No
     half = RNGD.trf_capacity_bytes // 2
     placed: list[Buffer] = []
     for buffer in sorted(buffers, key=lambda b: (b.first, b.name)):
+        placed = [b for b in placed if b.last >= buffer.first]  # the dead never overlap a later buffer
         taken = {b.region for b in placed if _overlaps(b, buffer)}
         if "full" in taken or (buffer.bytes > half and taken):
             raise VerifyError(
