@@ -7,10 +7,10 @@ CHROMIUM := /usr/bin/chromium
 
 .PHONY: demo test lint browser bench clean
 
-$(STAMP): pyproject.toml examples/base-template/pyproject.toml examples/vector-kernels/pyproject.toml
+$(STAMP): pyproject.toml examples/base-template/pyproject.toml examples/vector-kernels/pyproject.toml examples/mnist/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]' -e examples/base-template -e examples/vector-kernels
+	$(BIN)/python -m pip install -q -e '.[dev]' -e examples/base-template -e examples/vector-kernels -e 'examples/mnist[train]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -28,7 +28,9 @@ demo: $(STAMP)
 	echo; echo "== 5. NPU build: furiosa-opt run gemm (the EDF on the TCP simulator)"; \
 	furiosa-opt run gemm; \
 	echo; echo "Artifacts: EDFs in target/furiosa-opt/kernel/base_template, schedule in target/gemm.schedule.json,"; \
-	echo "summary in target/gemm-summary. The other host programs: python -m base_template.<name>."
+	echo "summary in target/gemm-summary. The other host programs: python -m base_template.<name>."; \
+	echo; echo "== 6. MNIST: furiosa-opt run mnist (forward, 784 -> 256 ReLU -> 10, on the simulator; examples/mnist)"; \
+	cd ../mnist && furiosa-opt run mnist
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
@@ -60,6 +62,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/simulator.py
 	$(BIN)/python benchmarks/wrapper.py
 	$(BIN)/python benchmarks/viewer.py
+	$(BIN)/python benchmarks/mnist.py
 
 clean:
 	rm -rf $(VENV) target .pytest_cache .hypothesis
