@@ -422,3 +422,21 @@ def test_upstream_todo_is_refused_when_run(name, on, refused_module):
     assert caught.value.rule == rule, caught.value.render()
     assert "upstream-undefined" in caught.value.render() or on == "cpu"
     assert REFUSED[name] in caught.value.message and "upstream does not define" in caught.value.message
+
+
+# ---- size ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("on", BACKENDS)
+@pytest.mark.parametrize(("dtype", "count"), [(i4, 6), (bf16, 6), (i32, 5)])
+def test_size_is_the_packed_byte_count(dtype, count, on):
+    """`HbmTensor.size()` (and the annotation's `size()`, upstream's static form) is the packed image's bytes:
+    the device bytes the tensor occupies on the NPU backend and its host image's length on both."""
+    (axis,) = (axes(Q=count),)
+    mapping = m[axis]
+    with backend(on), Context.acquire() as ctx:
+        hbm = HostTensor.from_vec(np.zeros(count, dtype=dtype.storage), dtype, mapping).to_hbm(ctx.pdma)
+        assert hbm.size() == HbmTensor[dtype, m["1"], mapping].size() == count * dtype.bits // 8
+        assert len(hbm.to_host(ctx.pdma).to_buf()) == hbm.size()
+        if on == "npu":
+            assert hbm.data.device_bytes().size == hbm.size()

@@ -13,6 +13,7 @@ _MODULES = {  # the module that defines each public name; imported on first use
     "furiosa_opt.dtypes": "Opt bf16 f32 f4e2m1 f8e4m3 f8e5m2 i16 i32 i4 i5 i8 i9 u8",
     "furiosa_opt.lang.context": "DmaContext",
     "furiosa_opt.lang.device": "Context Device DeviceFunction device launch",
+    "furiosa_opt.lang.loops": "Scalar device_range select when",
     "furiosa_opt.lang.pair": "VectorPair",
     "furiosa_opt.lang.stream": "TuContext",
     "furiosa_opt.lang.tensors": "DmTensor DmTensorView DmTensorViewMut HbmTensor HbmTensorView HbmTensorViewMut "

@@ -91,7 +91,8 @@ STAGES: dict[str, Stage] = {
     )
 }
 
-# The vISA ops that are not Tensor Unit stages: allocations, views and DMA (memory, not pipelines).
+# The vISA ops that are not Tensor Unit stages: allocations, views, DMA (memory, not pipelines) and the
+# device-loop regions (`loop` … `end_loop`, `if` … `end_if`).
 MEMORY_OPS = (
     "view",
     "view_mut",
@@ -112,6 +113,10 @@ MEMORY_OPS = (
     "to_dm_pcopy",
     "to_dm_view_pcopy",
     "memset",
+    "loop",
+    "end_loop",
+    "if",
+    "end_if",
     "dma_gather_scaled",
     "dma_gather_unscaled",
     "dma_scatter",
@@ -128,6 +133,10 @@ HELPERS = {
     "vector_filter": "upstream's body is `todo!()`: the name exists and refuses (rule upstream-undefined)",
     "fetch_mask": "upstream's body is `todo!()`: the name exists and refuses (rule upstream-undefined)",
     "commit_valid_count_pack": "upstream's body is `todo!()`: the name exists and refuses (rule upstream-undefined)",
+    **{
+        f"parallel_copy_{level}_slice": "on the sub context but no pipeline: tiles and `to_dm_view_pcopy` moves"
+        for level in ("chip", "cluster")
+    },
 }
 
 

@@ -13,6 +13,7 @@ from furiosa_opt.dtypes import DType
 from furiosa_opt.lang import params
 from furiosa_opt.lang.contraction import Contraction
 from furiosa_opt.lang.device import _SINGLETON, DeviceFunction
+from furiosa_opt.lang.loops import LoopMarker
 from furiosa_opt.lang.pair import VectorPair
 from furiosa_opt.lang.stream import Stream
 from furiosa_opt.lang.tensors import HbmTensor, Tensor, TensorType, TensorView
@@ -51,6 +52,8 @@ def type_of(obj: object) -> visa.Type:
     if isinstance(obj, VectorPair):
         s = obj.g0.stream
         return visa.Type("pair", s.dtype.name, (*s.spatial, s.time, s.packet))
+    if isinstance(obj, LoopMarker):
+        return visa.Type("scalar", "i32", ())
     if isinstance(obj, Contraction):
         p = obj._pending
         return visa.Type("contraction", p.acc.name, (p.trf.params[3], p.time2 or p.time, p.packet2 or p.packet))

@@ -144,6 +144,7 @@ class Lir:
     results: list[str]
     axes: list[tuple[str, int]] = field(default_factory=list)  # (name, size) of every axis the mappings name
     leaves: list[tuple[str, str]] = field(default_factory=list)  # (parameter path, hbm|view|view_mut) per argument
+    unrolled: list[list[int]] = field(default_factory=list)  # [vISA op index, trip count] of each device loop
     format: str = "furiosa-opt-lir"
     version: int = 1
 

@@ -13,6 +13,8 @@ from furiosa_opt.backend.trace import Tracer, _axes, symbolic_argument
 from furiosa_opt.compiler import visa
 from furiosa_opt.diagnostics import FuriosaOptError, Location, VerifyError
 from furiosa_opt.dtypes import dtype_by_name, from_code
+from furiosa_opt.lang import loops
+from furiosa_opt.lang.loops import Scalar
 from furiosa_opt.lang.pair import VectorPair
 from furiosa_opt.lang.tensors import DmTensor, HbmTensor, HbmTensorView, HbmTensorViewMut
 from furiosa_opt.mapping import Axis
@@ -107,6 +109,10 @@ REPLAY: dict[str, Callable[[list, A], object]] = {
     "hbm_to_hbm": lambda o, a: o[0].to_hbm(a["ctx"], a["element"]),
     "to_dm_view": lambda o, a: o[0].to_dm_view(a["ctx"], o[1]),
     "to_hbm_view": lambda o, a: o[0].to_hbm_view(a["ctx"], o[1]),
+    "loop": lambda o, a: loops.begin_loop(a["count"]),
+    "end_loop": lambda o, a: loops.end_loop(),
+    "if": lambda o, a: loops.begin_if(a["cond"]),
+    "end_if": lambda o, a: loops.end_if(),
     "to_dm_pcopy": lambda o, a: o[0].to_dm_pcopy(a["ctx"], a["slice"], a["element"]),
     "to_dm_view_pcopy": lambda o, a: o[0].to_dm_view_pcopy(a["ctx"], o[1]),
     "memset": lambda o, a: o[0].memset(from_code(a["code"], o[0].dtype), a["ctx"]),
@@ -167,8 +173,10 @@ def replay(kernel: visa.Kernel) -> visa.Kernel:
     return replay_objects(kernel)[0]
 
 
-def replay_objects(kernel: visa.Kernel) -> tuple[visa.Kernel, dict[str, object]]:
-    """`replay`, also giving the language object behind each value (views know their windows)."""
+def replay_objects(kernel: visa.Kernel, unroll: bool = False) -> tuple[visa.Kernel, dict[str, object]]:
+    """`replay`, also giving the language object behind each value (views know their windows). With
+    `unroll`, device loops run: each `loop` region is replayed once per index value (bound to an int) and
+    each `if` region when its condition holds, so the result is straight-line (what stage 2 lowers)."""
     tracer = Tracer(collect=False)
     objects: dict[str, object] = {}
     with using(tracer):
@@ -181,15 +189,65 @@ def replay_objects(kernel: visa.Kernel) -> tuple[visa.Kernel, dict[str, object]]
                 )
             objects[arg.name] = symbolic_argument(cls, dtype_by_name(arg.type.dtype), arg.type.params)
             args.append(tracer.name(objects[arg.name]))
-        for op in kernel.ops:
-            _replay(op, objects, tracer)
-    ops = tuple(replace(new, loc=old.loc) for new, old in zip(tracer.ops, kernel.ops, strict=True))
+        sources: list[visa.Op] = []  # the text's op behind each recorded op
+        _run(kernel.ops, objects, tracer, sources, unroll)
+    ops = tuple(replace(new, loc=old.loc) for new, old in zip(tracer.ops, sources, strict=True))
     returns = tuple(tracer.names[id(objects[name])].name for name in kernel.returns)
     rebuilt = visa.Kernel(
         kernel.identity, kernel.chip, kernel.pe, _axes(tracer), tuple(args), ops, returns, paths=kernel.paths
     )
-    by_name = {tracer.names[id(obj)].name: obj for obj in objects.values() if id(obj) in tracer.names}
+    by_name = {tracer.names[id(obj)].name: obj for obj in tracer.alive}  # every iteration's, when unrolled
     return rebuilt, by_name
+
+
+REGIONS = {"loop": "end_loop", "if": "end_if"}
+
+
+def _run(ops: tuple[visa.Op, ...], objects: dict, tracer: Tracer, sources: list[visa.Op], unroll: bool) -> None:
+    at = 0
+    while at < len(ops):
+        op = ops[at]
+        if unroll and op.opcode in REGIONS:
+            end = _region_end(ops, at)
+            body = ops[at + 1 : end]
+            if op.opcode == "loop":
+                for index in range(op.attr("count")):
+                    objects[op.results[0].name] = index
+                    _run(body, objects, tracer, sources, unroll)
+            elif _bound(op.attr("cond"), objects, op):
+                _run(body, objects, tracer, sources, unroll)
+            at = end + 1
+            continue
+        _replay(op, objects, tracer)
+        sources.append(op)
+        at += 1
+
+
+def _region_end(ops: tuple[visa.Op, ...], at: int) -> int:
+    """The index of the op that closes the region opened at `at`."""
+    depth = 0
+    for end in range(at, len(ops)):
+        depth += (ops[end].opcode in REGIONS) - (ops[end].opcode in REGIONS.values())
+        if depth == 0:
+            return end
+    where = Location(ops[at].loc.file, ops[at].loc.line, ops[at].opcode) if ops[at].loc else None
+    raise VerifyError(
+        "visa-region", f"`{ops[at].opcode}` is never closed by `{REGIONS[ops[at].opcode]}`", location=where
+    )
+
+
+def _bound(value: object, objects: dict, op: visa.Op) -> object:
+    """An attribute with its runtime scalars' loop indices bound to what they stand for now: an int
+    (unrolling) or the replayed loop's index (re-tracing)."""
+    if not isinstance(value, Scalar):
+        return value
+    try:
+        return value.evaluate({name: objects[name] for name in value.indices()})
+    except KeyError as error:
+        where = Location(op.loc.file, op.loc.line, op.opcode) if op.loc else None
+        raise VerifyError(
+            "visa-operands", f"`{op.opcode}` reads loop index {error}, not in scope", location=where
+        ) from None
 
 
 def _replay(op: visa.Op, objects: dict[str, object], tracer: Tracer) -> None:
@@ -198,7 +256,8 @@ def _replay(op: visa.Op, objects: dict[str, object], tracer: Tracer) -> None:
     if rule is None:
         raise VerifyError("visa-opcode", f"unknown vISA op `{op.opcode}`", location=where)
     try:
-        result = rule([objects[name] for name in op.operands], dict(op.attrs))
+        attrs = {key: _bound(value, objects, op) for key, value in op.attrs}
+        result = rule([objects[name] for name in op.operands], attrs)
     except FuriosaOptError as error:
         error.location = where
         raise

@@ -22,6 +22,7 @@ from furiosa_opt.backend import active, cpu, selected_device
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.context import RUNNING, DmaContext, ExecutionContext, expect_context
+from furiosa_opt.lang.loops import Scalar
 from furiosa_opt.mapping import Mapping, MappingError, PadKind, m, views
 from furiosa_opt.mapping.algebra import check_pad, pair, tile_view
 from furiosa_opt.mapping.evaluate import evaluate
@@ -40,6 +41,14 @@ class TensorType:
     def __repr__(self) -> str:
         inner = ", ".join([self.dtype.name, *(f'm["{p}"]' for p in self.params)])
         return f"{self.cls.__name__}[{inner}]"
+
+    def size(self) -> int:
+        """Upstream's static `size()`: the bytes of this type's packed device image (a 4-bit dtype packs two
+        elements per byte).
+
+            HbmTensor[i4, m["1"], m["A"]].size()   # A = 6: 3
+        """
+        return self.dtype.nbytes(math.prod(p.size for p in self.params))
 
     def mismatch(self, value: object) -> str | None:
         """Why `value` is not of this type, or None."""
@@ -544,6 +553,13 @@ class HbmTensor(Tensor):
     def to_dm(self, tdma: DmaContext, cluster: Mapping, slice: Mapping, element: Mapping) -> DmTensor:
         return self.view().to_dm(tdma, cluster, slice, element)
 
+    def size(self) -> int:
+        """Upstream's `HbmTensor::size()`: the bytes of the tensor's packed device image, every chip's.
+
+        HbmTensor.new(bf16, m["1"], m["A"]).size()   # A = 6: 12
+        """
+        return self.dtype.nbytes(self.storage.size)
+
     def view(self) -> HbmTensorView:
         return recorded("view", (self,), HbmTensorView(self, self.params[1], 0))
 
@@ -758,12 +774,15 @@ class TensorView:
                 "tile-view",
                 f"{what}: the split produces `{view.canonical()}`, but the requested view type is `{expected}`",
             )
-        cell = index.cell(start)
-        if cell.kind != "index":
-            kind = "Bottom" if self.writable else "Top"
-            raise VerifyError("tile-start", f"{what} start {start} maps to {kind} padding of `{index}`")
         inner = math.prod(p.size for p in self.params[level + 1 :])  # positions one step of this level spans
-        shift = _position(current, cell.index) * inner
+        shifts = []
+        for value in start.values() if isinstance(start, Scalar) else [start]:  # a runtime start: each value
+            cell = index.cell(value)
+            if cell.kind != "index":
+                kind = "Bottom" if self.writable else "Top"
+                raise VerifyError("tile-start", f"{what} start {value} maps to {kind} padding of `{index}`")
+            shifts.append(_position(current, cell.index) * inner)
+        shift = shifts[0]  # tracing moves no data: a runtime start's view is typed at its first value
         params = list(self.params)
         params[level] = expected if expected is not None else view
         return type(self)(self.base, params[-1], self.window + shift, params[:-1])

@@ -20,6 +20,7 @@ from furiosa_opt.backend import active
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.flow import Flow
+from furiosa_opt.lang.loops import Scalar
 from furiosa_opt.lang.pair import VectorPair, register_file
 from furiosa_opt.lang.tensors import VrfTensor
 from furiosa_opt.mapping import Axis, Mapping, MappingError
@@ -132,6 +133,13 @@ class VectorStream:
         return self._constant(operand, method), self.stash
 
     def _constant(self, operand: object, method: str) -> object:
+        if isinstance(operand, Scalar):
+            raise VerifyError(
+                "runtime-immediate",
+                f"`{method}`: a vector-engine immediate must be a compile-time constant, but `{operand}` depends "
+                "on a device loop index",
+                notes=("use a VRF operand, or a Python `range` loop so that each pass has its own constant",),
+            )
         if isinstance(operand, bool) or not isinstance(operand, int | float):
             raise VerifyError("vector-operand", f"`{method}` takes a constant, a VrfTensor or Stash, got {operand!r}")
         if self.dtype == dtypes.i32 and not isinstance(operand, int):

@@ -58,7 +58,8 @@ class _Pending:
 
 class _Lowering:
     def __init__(self, kernel: visa.Kernel, root: Path | None):
-        self.ir, self.objects = replay_objects(kernel)
+        self.ir, self.objects = replay_objects(kernel, unroll=True)  # device loops: stage 2 unrolls them
+        self.unrolled = [[i, op.attr("count")] for i, op in enumerate(kernel.ops) if op.opcode == "loop"]
         self.root = root
         self.buffers: dict[str, Buffer] = {}
         self.of_value: dict[str, str] = {}  # vISA value → buffer name
@@ -123,6 +124,7 @@ class _Lowering:
         lir = Lir(self.ir.identity, self.ir.chip, self.ir.pe, list(self.buffers.values()), commands, args, results)
         lir.axes = [(axis.name, axis.size) for axis in self.ir.axes]
         lir.leaves = [(self.ir.path(i), value.type.kind) for i, value in enumerate(self.ir.args)]
+        lir.unrolled = self.unrolled
         return lir
 
     def lower_op(self, op: visa.Op) -> None:
