@@ -11,6 +11,6 @@ _CONTEXTS = {name: getattr(_SINGLETON, name) for name in ("main", "sub", "tdma",
 
 def parse_attr(text: str) -> object:
     """An attribute value from its text (mappings are read by the vISA reader, which knows the axes)."""
-    if text.startswith("scalar("):  # a runtime scalar: `scalar(eq %3<2 0)`
+    if text.startswith("scalar("):  # a runtime scalar: `scalar(eq %3@2 0)`
         return parse_scalar(text)
     return _CONTEXTS[text] if text in _CONTEXTS else literal(text)

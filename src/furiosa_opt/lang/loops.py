@@ -160,11 +160,11 @@ class Scalar:
 
     def __str__(self) -> str:
         if self.op == "index":
-            return f"{self.args[0]}<{self.args[1]}"
+            return f"{self.args[0]}@{self.args[1]}"
         return f"({self.op} " + " ".join(map(str, self.args)) + ")"
 
     def __repr__(self) -> str:
-        """The vISA text: `scalar(mul %3<2 16)`, where `%3<2` is loop index %3 of 2 trips."""
+        """The vISA text: `scalar(mul %3@2 16)`, where `%3@2` is loop index %3 of 2 trips."""
         return f"scalar{self}" if self.op != "index" else f"scalar({self})"
 
 
@@ -180,7 +180,7 @@ def _points(counts) -> Iterator[tuple[int, ...]]:
 
 
 def parse_scalar(text: str) -> Scalar:
-    """The Scalar `repr` prints (`scalar(eq %3<2 0)`); ValueError for anything else."""
+    """The Scalar `repr` prints (`scalar(eq %3@2 0)`); ValueError for anything else."""
     tokens = text[len("scalar") :].replace("(", " ( ").replace(")", " ) ").split()
 
     def expression(at: int) -> tuple[object, int]:
@@ -188,7 +188,7 @@ def parse_scalar(text: str) -> Scalar:
         if token != "(":
             if token.lstrip("-").isdigit():
                 return int(token), at + 1
-            name, sep, count = token.partition("<")
+            name, sep, count = token.partition("@")
             if not (name.startswith("%") and sep and count.isdigit()):
                 raise ValueError(f"unknown runtime scalar term `{token}`")
             return Scalar("index", (name, int(count))), at + 1
@@ -198,7 +198,7 @@ def parse_scalar(text: str) -> Scalar:
                 arg, at = expression(at)
                 args.append(arg)
             return Scalar(op, tuple(args)), at + 1
-        inner, at = expression(at + 1)  # a parenthesised index `(%3<2)`
+        inner, at = expression(at + 1)  # a parenthesised index `(%3@2)`
         return inner, at + 1
 
     try:
