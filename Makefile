@@ -58,6 +58,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/transformer.py
 	$(BIN)/python benchmarks/lm_head.py
 	$(BIN)/python benchmarks/compile.py
+	$(BIN)/python benchmarks/compile_scaling.py
 	$(BIN)/python benchmarks/schedule.py
 	$(BIN)/python benchmarks/simulator.py
 	$(BIN)/python benchmarks/wrapper.py
