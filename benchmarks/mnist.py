@@ -27,11 +27,11 @@ sys.path[:] = [p for p in sys.path if p and Path(p).resolve() != Path(HERE)] + [
 
 import numpy as np  # noqa: E402
 from common import best_of, duration, launch_npu, machine, npu_backend, row  # noqa: E402
-from mnist import host, reference  # noqa: E402
-from mnist.kernel import X, forward  # noqa: E402
 
 from furiosa_opt import Context, HostTensor, bf16, launch, m  # noqa: E402
 from furiosa_opt.runtime import compiled_here  # noqa: E402
+from mnist import host, reference  # noqa: E402
+from mnist.kernel import X, forward  # noqa: E402
 
 TARGETS = {"CPU backend": 5.0, "simulator": 10.0}
 

@@ -3,6 +3,7 @@ and forward's makespan), printed under `pytest` and `furiosa-opt test` alike."""
 
 import numpy as np
 import pytest
+
 from mnist import host
 
 REPORT = pytest.StashKey[list[str]]()

@@ -14,11 +14,11 @@ from contextlib import contextmanager
 import ml_dtypes
 import numpy as np
 import pytest
+
+from furiosa_opt import Context, HostTensor, bf16, env, launch, m, runtime
 from mnist import host, reference
 from mnist.__main__ import main
 from mnist.kernel import C, H, X, forward
-
-from furiosa_opt import Context, HostTensor, bf16, env, launch, m, runtime
 
 FIRST = 10  # upstream's test reads hw.image_0 … hw.image_9
 
