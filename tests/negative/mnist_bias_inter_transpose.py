@@ -3,9 +3,8 @@ InterTranspose switch names its output Slice as if the slices did not move (`H /
 where the switch puts unit `h` of the bias on slice `h` (`H`). The Switch Engine's rule refuses it; the
 valid kernel is `forward` in `examples/mnist/src/mnist/kernel.py`, whose other helpers this one reuses."""
 
-from mnist.kernel import C, Chip, Cluster, Dummy8, H, I, X, fc1_matmul, fc2  # noqa: F401  (axes named in m[...])
-
 from furiosa_opt import *
+from mnist.kernel import C, Chip, Cluster, Dummy8, H, I, X, fc1_matmul, fc2  # noqa: F401  (axes named in m[...])
 
 
 def fc1_bias_prepared(ctx: Context, bias: HbmTensor[bf16, Chip, m["H"]]):
