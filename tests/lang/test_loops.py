@@ -7,8 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from backends import backend
 
 from furiosa_opt import *
+from furiosa_opt.compiler.driver import compile_kernel
+from furiosa_opt.compiler.replay import replay
+from furiosa_opt.compiler.visa import parse_kernel, print_kernel
 from furiosa_opt.lang.loops import Scalar, parse_scalar
 
 A, B = axes(A=256, B=32)
@@ -62,3 +66,69 @@ def test_the_cpu_backend_meets_a_bad_runtime_view_index_in_its_pass():
         x = HostTensor.from_numpy(np.zeros((fixture.A.size, fixture.B.size), np.int8), i8, m["A, B"]).to_hbm(ctx.pdma)
         with pytest.raises(VerifyError, match=r"tile-start.*start 32"):
             launch(fixture.tile_past_the_axis, ctx, x)
+
+
+R, E = axes(R=256, E=8)
+
+
+def _add_one(ctx: Context, dm: DmTensor) -> DmTensor:
+    return (
+        ctx.main.begin(dm.view())
+        .fetch(m["1"], m["E"])
+        .fetch_cast(i32)
+        .collect(m["1"], m["E"])
+        .vector_init()
+        .vector_intra_slice_tag(TagMode.Zero)
+        .vector_fxp(FxpBinaryOp.AddFxp, 1)
+        .vector_final()
+        .commit_trim(m["E"])
+        .commit(m["E"])
+    )
+
+
+@device(chip=1)
+def carried_chain(ctx: Context, x: HbmTensor[i32, m["1"], m["R, E"]]) -> HbmTensor[i32, m["1"], m["R, E"]]:
+    """`dm = step(dm)` in a device loop: each pass reads what the previous one wrote."""
+    dm = x.to_dm(ctx.tdma, m["1 # 2"], m["R"], m["E"])
+    for _ in device_range(5):
+        dm = _add_one(ctx, dm)
+    return dm.to_hbm(ctx.tdma, m["R, E"])
+
+
+@pytest.mark.parametrize("on", ["cpu", "npu"])
+def test_a_rebound_variable_is_carried_from_pass_to_pass(on):
+    x = np.arange(R.size * E.size, dtype=np.int32).reshape(R.size, E.size)
+    with backend(on) as launch_, Context.acquire() as ctx:
+        got = launch_(carried_chain, ctx, HostTensor.from_numpy(x, i32, m["R, E"]).to_hbm(ctx.pdma))
+        np.testing.assert_array_equal(got.to_host(ctx.pdma).to_numpy(), x + 5)
+
+
+def test_the_vISA_carries_the_value_and_replays_to_itself():
+    result = compile_kernel(carried_chain)
+    assert result.ok, result.diagnostics
+    ops = result.visa.ops
+    (loop,) = [i for i, op in enumerate(ops) if op.opcode == "loop"]
+    head, end = ops[loop + 1], next(op for op in ops if op.opcode == "end_loop")
+    assert head.opcode == "carried" and head.operands == (ops[loop - 1].results[0].name,)  # the DM before the loop
+    commit = next(op for op in ops if op.opcode == "commit")
+    assert end.operands == (commit.results[0].name,)  # the next pass reads this pass's commit
+    text = print_kernel(result.visa)
+    assert print_kernel(replay(parse_kernel(text))) == text
+    assert sum(op.opcode == "vector_fxp" for op in ops) == 1  # the body once; stage 2 unrolls it
+    assert sum(c.opcode == "commit" for c in result.lir.commands) == 5
+
+
+@device(chip=1)
+def pass_dependent_body(ctx: Context, x: HbmTensor[i32, m["1"], m["R, E"]]) -> HbmTensor[i32, m["1"], m["R, E"]]:
+    dm = x.to_dm(ctx.tdma, m["1 # 2"], m["R"], m["E"])
+    passes = []
+    for _ in device_range(3):
+        passes.append(None)
+        for _ in range(len(passes)):  # Python state that grows from pass to pass: not one body
+            dm = _add_one(ctx, dm)
+    return dm.to_hbm(ctx.tdma, m["R, E"])
+
+
+def test_a_body_that_traces_differently_per_pass_is_refused():
+    result = compile_kernel(pass_dependent_body)
+    assert [d.code for d in result.diagnostics] == ["device-loop"]

@@ -13,7 +13,7 @@ from furiosa_opt.dtypes import DType
 from furiosa_opt.lang import params
 from furiosa_opt.lang.contraction import Contraction
 from furiosa_opt.lang.device import _SINGLETON, DeviceFunction
-from furiosa_opt.lang.loops import LoopMarker
+from furiosa_opt.lang.loops import LoopMarker, Scalar
 from furiosa_opt.lang.pair import VectorPair
 from furiosa_opt.lang.stream import Stream
 from furiosa_opt.lang.tensors import HbmTensor, Tensor, TensorType, TensorView
@@ -86,6 +86,53 @@ class Tracer:
         self.alive.append(obj)
         return value
 
+    def fresh(self, type_: visa.Type) -> visa.Value:
+        """A new SSA name of `type_` held by no language object (a `carried` op's result)."""
+        holder = object()
+        value = visa.Value(f"%{len(self.names)}", type_)
+        self.names[id(holder)] = value
+        self.alive.append(holder)
+        return value
+
+    def fold_loop(self, start: int, first: int, second: int) -> list[object]:
+        """Keep the first traced pass of a device loop's body (`ops[first:second]`; the `loop` op at
+        `start`), with a `carried` op after the `loop` op for each value the second pass read from the
+        first (a Python variable the body rebinds, `x = step(x)`), and drop the second pass, renaming
+        what later code holds of it to the first pass's values. Returns the back edges: for each
+        `carried` op, the first-pass object the next pass reads in its place (`end_loop`'s operands)."""
+        one, two = self.ops[first:second], self.ops[second:]
+        same = len(one) == len(two) and all(
+            (a.opcode, repr(a.attrs), len(a.operands), [v.type for v in a.results])
+            == (b.opcode, repr(b.attrs), len(b.operands), [v.type for v in b.results])
+            for a, b in zip(one, two, strict=False)
+        )
+        if not same:
+            raise VerifyError(
+                "device-loop",
+                "a device loop's body must trace to the same ops on every pass: it is compiled once",
+                notes=("keep Python state that changes from pass to pass out of the body",),
+            )
+        as_first = {
+            b.name: a.name for x, y in zip(one, two, strict=True) for a, b in zip(x.results, y.results, strict=True)
+        }
+        made = set(as_first.values())
+        carried: dict[str, str] = {}  # value before the loop → the first-pass value the next pass reads instead
+        for x, y in zip(one, two, strict=True):
+            for before, read in zip(x.operands, y.operands, strict=True):
+                read = as_first.get(read, read)
+                if read != before and (before in made or carried.setdefault(before, read) != read):
+                    raise VerifyError("device-loop", f"`{x.opcode}` reads a value that changes between passes twice")
+        values = {v.name: v for v in self.names.values()}
+        heads = {before: self.fresh(values[before].type) for before in carried}
+        head_ops = [visa.Op("carried", (heads[b],), (b,), (), self.ops[start].loc) for b in carried]
+        renamed = [replace(op, operands=tuple(heads[n].name if n in heads else n for n in op.operands)) for op in one]
+        self.ops[start + 1 :] = [*head_ops, *renamed]
+        for key, value in list(self.names.items()):  # later code holds the second pass's values
+            if value.name in as_first:
+                self.names[key] = values[as_first[value.name]]
+        objects = {self.names[id(obj)].name: obj for obj in self.alive}
+        return [objects[read] for read in carried.values()]
+
     def operand(self, obj: object, op: str) -> str:
         value = self.names.get(id(obj))
         if value is None:
@@ -147,7 +194,31 @@ def trace(kernel: DeviceFunction, collect: bool = True) -> tuple[visa.Kernel | N
     ir = visa.Kernel(
         kernel.identity, kernel.device.chip, kernel.device.pe, _axes(tracer), arg_values, tuple(tracer.ops), returned
     )
-    return replace(ir, paths=paths), []
+    return _renumbered(replace(ir, paths=paths)), []
+
+
+def _renumbered(ir: visa.Kernel) -> visa.Kernel:
+    """SSA names in order of definition (a device loop's `carried` values are named after its body was
+    traced twice), so the text replays to itself; loop indices inside runtime scalars follow."""
+    names: dict[str, str] = {}
+
+    def define(value: visa.Value) -> visa.Value:
+        names[value.name] = f"%{len(names)}"
+        return replace(value, name=names[value.name])
+
+    def attr(value: object) -> object:
+        if not isinstance(value, Scalar):
+            return value
+        return value.evaluate({n: Scalar("index", (names[n], count)) for n, count in value.indices().items()})
+
+    args = tuple(define(v) for v in ir.args)
+    ops = []
+    for op in ir.ops:
+        operands = tuple(names[name] for name in op.operands)
+        attrs = tuple((key, attr(value)) for key, value in op.attrs)
+        ops.append(replace(op, results=tuple(define(v) for v in op.results), operands=operands, attrs=attrs))
+    returns = tuple(names[name] for name in ir.returns)
+    return replace(ir, args=args, ops=tuple(ops), returns=returns)
 
 
 def symbolic_argument(cls: type, dtype: DType, levels: tuple[Mapping, ...]) -> object:

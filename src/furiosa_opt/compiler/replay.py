@@ -110,7 +110,8 @@ REPLAY: dict[str, Callable[[list, A], object]] = {
     "to_dm_view": lambda o, a: o[0].to_dm_view(a["ctx"], o[1]),
     "to_hbm_view": lambda o, a: o[0].to_hbm_view(a["ctx"], o[1]),
     "loop": lambda o, a: loops.begin_loop(a["count"]),
-    "end_loop": lambda o, a: loops.end_loop(),
+    "carried": lambda o, a: loops.carried(o[0]),
+    "end_loop": lambda o, a: loops.end_loop(*o),
     "if": lambda o, a: loops.begin_if(a["cond"]),
     "end_if": lambda o, a: loops.end_if(),
     "to_dm_pcopy": lambda o, a: o[0].to_dm_pcopy(a["ctx"], a["slice"], a["element"]),
@@ -211,9 +212,13 @@ def _run(ops: tuple[visa.Op, ...], objects: dict, tracer: Tracer, sources: list[
             end = _region_end(ops, at)
             body = ops[at + 1 : end]
             if op.opcode == "loop":
+                heads = [head for head in body if head.opcode == "carried"]  # at the body's start
+                back = ops[end].operands
                 for index in range(op.attr("count")):
                     objects[op.results[0].name] = index
-                    _run(body, objects, tracer, sources, unroll)
+                    for head, edge in zip(heads, back, strict=True):  # pass 0 reads the value before the loop
+                        objects[head.results[0].name] = objects[edge if index else head.operands[0]]
+                    _run(body[len(heads) :], objects, tracer, sources, unroll)
             elif _bound(op.attr("cond"), objects, op):
                 _run(body, objects, tracer, sources, unroll)
             at = end + 1

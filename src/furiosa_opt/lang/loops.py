@@ -19,6 +19,7 @@ stage 2 unrolls it (the LIR records that it did).
 
 from __future__ import annotations
 
+import copy
 import itertools
 import operator
 from collections.abc import Callable, Iterator
@@ -229,8 +230,14 @@ def device_range(count: int) -> Iterator[int | Scalar]:
     if not _tracing():
         yield from range(count)
         return
-    yield begin_loop(count)
-    end_loop()
+    tracer = active()
+    start = len(tracer.ops)
+    index = begin_loop(count)
+    first = len(tracer.ops)
+    yield index  # the body, traced once …
+    second = len(tracer.ops)
+    yield index  # … and again: what the second pass reads of the first is carried from pass to pass
+    end_loop(*tracer.fold_loop(start, first, second))
 
 
 def begin_loop(count: int) -> Scalar:
@@ -240,8 +247,17 @@ def begin_loop(count: int) -> Scalar:
     return Scalar("index", (active().names[id(marker)].name, count))
 
 
-def end_loop() -> None:
-    active().record("end_loop", (), ())
+def carried(value: object) -> object:
+    """Record a `carried` op: the value a loop body reads in place of `value` (a stand-in object: the
+    first pass reads `value`, later passes what the `end_loop` names)."""
+    stand_in = copy.copy(value)
+    active().record("carried", (value,), (stand_in,))
+    return stand_in
+
+
+def end_loop(*back_edges: object) -> None:
+    """Record the `end_loop` op; its operands are the values each `carried` op takes on the next pass."""
+    active().record("end_loop", back_edges, ())
 
 
 def when(condition: bool | Scalar) -> Iterator[None]:
