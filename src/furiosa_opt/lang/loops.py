@@ -9,7 +9,8 @@
         half = x.view().tile(select(i == 0, 0, 16), m["B"], 16, m["B = 16 # 32"])   # a runtime view index
 
 On the CPU backend `device_range` is `range` and `when` runs its body when the condition holds, so the
-kernel executes as the loop it is. While tracing, the body is traced once: the loop index is a `Scalar`,
+kernel executes as the loop it is. While tracing, the body is traced twice and kept once (what the second
+pass read of the first is carried from pass to pass: `x = step(x)`): the loop index is a `Scalar`,
 a runtime value, and arithmetic and comparisons on it build runtime expressions. A runtime scalar may be
 a view index (`tile`'s start); it has no truth value and no constant value while tracing, so a Python
 `if`/`assert` on it and an instruction immediate that depends on it are refused with their line, as
