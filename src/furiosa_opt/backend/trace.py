@@ -63,12 +63,13 @@ def type_of(obj: object) -> visa.Type:
 class Tracer:
     """The backend that records instead of computing (see backend/__init__.py for the interface)."""
 
-    def __init__(self, collect: bool = True):
+    def __init__(self, collect: bool = True, locate: bool = True):
         self.ops: list[visa.Op] = []
         self.names: dict[int, visa.Value] = {}
         self.alive: list[object] = []  # keeps traced objects alive so their ids stay unique
         self.errors: list[FuriosaOptError] = []
         self.collect = collect
+        self.locate = locate  # find each op's user line (a replay takes the text's instead)
 
     # ---- values: nothing to compute ----
 
@@ -147,7 +148,7 @@ class Tracer:
     def record(self, name: str, operands: tuple, results: tuple, **attrs: Any) -> None:
         names = tuple(self.operand(obj, name) for obj in operands)
         values = tuple(self.name(obj) for obj in results)
-        loc = user_location(2)
+        loc = user_location(2) if self.locate else None
         self.ops.append(visa.Op(name, values, names, tuple(attrs.items()), _loc(loc)))
 
     def absorb(self, error: FuriosaOptError) -> bool:

@@ -178,7 +178,7 @@ def replay_objects(kernel: visa.Kernel, unroll: bool = False) -> tuple[visa.Kern
     """`replay`, also giving the language object behind each value (views know their windows). With
     `unroll`, device loops run: each `loop` region is replayed once per index value (bound to an int) and
     each `if` region when its condition holds, so the result is straight-line (what stage 2 lowers)."""
-    tracer = Tracer(collect=False)
+    tracer = Tracer(collect=False, locate=False)  # every op takes its location from the text
     objects: dict[str, object] = {}
     with using(tracer):
         args = []
