@@ -7,10 +7,10 @@ CHROMIUM := /usr/bin/chromium
 
 .PHONY: demo test lint browser bench clean
 
-$(STAMP): pyproject.toml examples/base-template/pyproject.toml examples/vector-kernels/pyproject.toml examples/mnist/pyproject.toml
+$(STAMP): pyproject.toml examples/base-template/pyproject.toml examples/vector-kernels/pyproject.toml examples/mnist/pyproject.toml examples/transformer/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]' -e examples/base-template -e examples/vector-kernels -e 'examples/mnist[train]'
+	$(BIN)/python -m pip install -q -e '.[dev]' -e examples/base-template -e examples/vector-kernels -e 'examples/mnist[train]' -e examples/transformer
 	touch $(STAMP)
 
 demo: $(STAMP)

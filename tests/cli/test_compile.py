@@ -156,7 +156,7 @@ def test_unknown_package_lists_the_known_ones(monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     status, _, err = run(["compile", "-p", "nope"], capsys)
     assert status == 1
-    assert "package `nope` is not in the workspace (packages: base-template, mnist, vector-kernels)" in err
+    assert "package `nope` is not in the workspace (packages: base-template, mnist, transformer, vector-kernels)" in err
 
 
 def test_visa_is_the_same_under_any_hash_seed(tmp_path):
