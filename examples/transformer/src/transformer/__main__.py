@@ -22,7 +22,7 @@ import numpy as np
 from furiosa_opt import Context, env, launch, runtime
 from transformer import host
 from transformer import reference as R
-from transformer.host import DecoderWeights, ProjectionWeights, seeded_bf16
+from transformer.host import DecoderWeights, ProjectionWeights, seeded_bf16, seeded_norm
 
 
 def _launch():
@@ -53,7 +53,7 @@ def verify(seed: int) -> int:
         x = seeded_bf16(rng, h, 1.0)
         pw = ProjectionWeights(
             seeded_bf16(rng, (q, h), 0.05), seeded_bf16(rng, (p, h), 0.05), seeded_bf16(rng, (p, h), 0.05),
-            1 + seeded_bf16(rng, h, 0.1), 1 + seeded_bf16(rng, d, 0.1), 1 + seeded_bf16(rng, d, 0.1),
+            seeded_norm(rng, h), seeded_norm(rng, d), seeded_norm(rng, d),
         )  # fmt: skip
         position = 5
         cos, sin = R.rope_tables(position)
@@ -80,13 +80,13 @@ def verify(seed: int) -> int:
 
         rx = seeded_bf16(rng, h, 1.0)
         dw = DecoderWeights(
-            seeded_bf16(rng, (h, q), 0.02), 1 + seeded_bf16(rng, h, 0.1), seeded_bf16(rng, (ll, h), 0.03),
+            seeded_bf16(rng, (h, q), 0.02), seeded_norm(rng, h), seeded_bf16(rng, (ll, h), 0.03),
             seeded_bf16(rng, (ll, h), 0.03), seeded_bf16(rng, (h, ll), 0.02),
         )  # fmt: skip
         got = host.run_decoder(ctx, out, sum_, rx, dw, launch_)
         ok &= report("decoder", got, R.decoder(out, sum_, rx, dw.o, dw.post_rms, dw.up, dw.gate, dw.down))
 
-        norm = 1 + seeded_bf16(rng, h, 0.1)
+        norm = seeded_norm(rng, h)
         lm = seeded_bf16(rng, (w, h), 0.05)
         logits = host.run_final_layer(ctx, got, norm, host.upload_lm_head(ctx, lm), launch_)
         ok &= report("final_layer (vocab)", logits[:w], R.final_layer(got, norm, lm))

@@ -146,6 +146,11 @@ def seeded_bf16(rng: np.random.Generator, shape, scale: float) -> np.ndarray:
     return R.to_bf16(rng.uniform(-scale, scale, shape).astype(np.float32))
 
 
+def seeded_norm(rng: np.random.Generator, n: int) -> np.ndarray:
+    """A norm weight near 1: `1 + u`, u uniform in [-0.1, 0.1), rounded to bf16."""
+    return R.to_bf16(1 + rng.uniform(-0.1, 0.1, n).astype(np.float32))
+
+
 @dataclass
 class Layer:
     projection: ProjectionWeights
@@ -174,13 +179,13 @@ def random_model(layers: int, seed: int = 42) -> Model:
                     seeded_bf16(rng, (q, h), 0.05),
                     seeded_bf16(rng, (p, h), 0.05),
                     seeded_bf16(rng, (p, h), 0.05),
-                    1 + seeded_bf16(rng, h, 0.1),
-                    1 + seeded_bf16(rng, d, 0.1),
-                    1 + seeded_bf16(rng, d, 0.1),
+                    seeded_norm(rng, h),
+                    seeded_norm(rng, d),
+                    seeded_norm(rng, d),
                 ),
                 DecoderWeights(
                     seeded_bf16(rng, (h, q), 0.02),
-                    1 + seeded_bf16(rng, h, 0.1),
+                    seeded_norm(rng, h),
                     seeded_bf16(rng, (ll, h), 0.03),
                     seeded_bf16(rng, (ll, h), 0.03),
                     seeded_bf16(rng, (h, ll), 0.02),
@@ -188,7 +193,7 @@ def random_model(layers: int, seed: int = 42) -> Model:
             )
         )
     embedding = seeded_bf16(rng, (K.W.size, h), 1.0)
-    return Model(embedding, built, 1 + seeded_bf16(rng, h, 0.1), seeded_bf16(rng, (K.W.size, h), 0.05))
+    return Model(embedding, built, seeded_norm(rng, h), seeded_bf16(rng, (K.W.size, h), 0.05))
 
 
 @dataclass
