@@ -154,7 +154,7 @@ def test_projection_scatters_at_a_runtime_offset_with_rope():
     assert not same_bits(q, R.projection(x, w.q, w.k, w.v, w.input_rms, w.q_rms, w.k_rms, cos, -sin)[0])
 
 
-@pytest.mark.xfail(strict=True, reason=SIM_TRANSPOSE_TAGS)
+@pytest.mark.xfail(strict=True, raises=ValueError, reason=SIM_TRANSPOSE_TAGS)
 def test_projection_on_the_simulator(projection_cpu):
     x, weights = projection_inputs()
     with backend("npu") as launch_, Context.acquire() as ctx:
@@ -242,7 +242,7 @@ def test_attention_two_chunks_equal_the_reference_bit_for_bit(attention_cpu):
     assert all(same_bits(a, b) for a, b in zip(attention_cpu, expected, strict=True))
 
 
-@pytest.mark.xfail(strict=True, reason=SIM_TRANSPOSE_TAGS)
+@pytest.mark.xfail(strict=True, raises=ValueError, reason=SIM_TRANSPOSE_TAGS)
 @pytest.mark.parametrize("kernel", [K.attention_forward_first, K.attention_forward], ids=lambda k: k.__name__)
 def test_attention_on_the_simulator(kernel):
     """Simulator first (it fails fast today); then the CPU backend, bit for bit (slow)."""

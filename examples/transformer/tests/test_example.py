@@ -39,7 +39,7 @@ def test_embedding_copies_the_row():
         assert same_bits(host.run_embedding(ctx, row), row)
 
 
-@pytest.mark.xfail(ON_SIMULATOR, strict=True, reason=SIM_BUG)
+@pytest.mark.xfail(ON_SIMULATOR, strict=True, raises=ValueError, reason=SIM_BUG)
 def test_projection_equals_the_reference():
     rng = np.random.default_rng(11)
     x = seeded_bf16(rng, H, 1.0)
