@@ -47,7 +47,7 @@ def serve() -> Iterator[Callable[[Path | None], str]]:
 
     def start(data: Path | None = None) -> str:
         server = make_server(data, port=0)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
         servers.append(server)
         return url_of(server)
 

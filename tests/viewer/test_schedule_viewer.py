@@ -131,9 +131,9 @@ def test_the_address_brush_limits_a_memory_pane(open_page, gemm_dumps):
 
 @pytest.mark.parametrize(
     ("text", "message"),
-    [("{not json", "not valid JSON"), ('{"instructions": 3}', "not a schedule"),
-     ('{"instructions": [{"lifetime": {"begin": 0, "end": 1}, "input_tensors": [7]}], "tensors": []}',
-      "no tensor with index 7")],
+    [("{not json", "not valid JSON"), ('{"instructions": 3}', "schedule: missing `tensors`"),
+     ('{"instructions": [{"index": 0, "tpe": "Main", "contexts": [], "lifetime": {"begin": 0, "end": 1}, '
+      '"input_tensors": [7]}], "tensors": []}', "instructions[0].input_tensors[0]: tensor 7 is not in `tensors`")],
 )  # fmt: skip
 def test_a_malformed_file_shows_an_error_and_keeps_the_view(open_page, gemm_dumps, tmp_path, text, message):
     page = open_page(gemm_dumps["schedule"])

@@ -79,7 +79,8 @@
       $("details").replaceChildren(el("p", "Click a node to see its details.", "hint"));
       return;
     }
-    const rows = Object.entries(node.fields).map(([k, v]) => [k, typeof v === "object" ? JSON.stringify(v) : v]);
+    const text = (k) => (typeof node.fields[k] === "string" ? node.fields[k] : FV.show(node.fields, k, 400));
+    const rows = Object.keys(node.fields).map((k) => [k, text(k)]);
     const pick = (n) => () => view.select(n);
     details(node.label, rows, [
       ["Inputs", node.inEdges.map((e) => [`${e.from.label} (${e.kind})`, pick(e.from)])],
@@ -122,16 +123,9 @@
 
   // ---- loading --------------------------------------------------------------------------------
   function load(text, name) {
-    let raw, model;
+    let graph, model;
     try {
-      raw = JSON.parse(text);
-    } catch (e) {
-      showError(`${name}: not valid JSON (${e.message})`);
-      return false;
-    }
-    const graph = raw !== null && typeof raw === "object" && raw.format === "furiosa-opt-lir-graph";
-    try {
-      model = graph ? FV.normaliseGraph(raw) : FV.normaliseSchedule(raw);
+      ({ graph, model } = FV.read(text));
     } catch (e) {
       showError(`${name}: ${e.message}`); // the view on screen, if any, stays as it was
       return false;

@@ -3,8 +3,9 @@
 
 (function () {
   const FV = window.FV;
-  const FILL = { tensor: "#e3eefa", command: "#fde9d4" };
-  const EDGE = { data: "#666", order: "#1f77b4", sync: "#d62728" };
+  // Looked up by kinds from the file: Maps, never plain objects (which would answer "__proto__").
+  const FILL = new Map([["tensor", "#e3eefa"], ["command", "#fde9d4"]]);
+  const EDGE = new Map([["data", "#666"], ["order", "#1f77b4"], ["sync", "#d62728"]]);
 
   class GraphView {
     constructor(canvas, graph, onChange) {
@@ -23,9 +24,15 @@
     toWorld(x, y) { return [(x - this.width / 2) / this.zoom + this.cx, (y - this.height / 2) / this.zoom + this.cy]; }
 
     fit(draw = true) {
-      const xs = this.g.nodes.map((n) => n.x), ys = this.g.nodes.map((n) => n.y);
-      const [x0, x1] = [Math.min(0, ...xs), Math.max(0, ...xs) + FV.NODE_W];
-      const [y0, y1] = [Math.min(0, ...ys), Math.max(0, ...ys) + FV.NODE_H];
+      let x0 = 0, x1 = 0, y0 = 0, y1 = 0; // loops, not Math.min(...xs): a spread of 200,000 arguments throws
+      for (const n of this.g.nodes) {
+        x0 = Math.min(x0, n.x);
+        x1 = Math.max(x1, n.x);
+        y0 = Math.min(y0, n.y);
+        y1 = Math.max(y1, n.y);
+      }
+      x1 += FV.NODE_W;
+      y1 += FV.NODE_H;
       this.cx = (x0 + x1) / 2;
       this.cy = (y0 + y1) / 2;
       this.zoom = Math.min(1.5, (this.width - 40) / (x1 - x0), (this.height - 40) / (y1 - y0));
@@ -38,9 +45,10 @@
     }
     search(query) {
       const q = query.trim().toLowerCase();
+      const text = (f, k) => (Object.hasOwn(f, k) && ["string", "number"].includes(typeof f[k]) ? String(f[k]) : "");
       this.matches = !q ? [] : this.g.nodes.filter((n) => {
-        const f = n.fields;
-        return [n.id, n.label, f.value, f.op, f.command, f.loc].some((v) => v !== undefined && String(v).toLowerCase().includes(q));
+        const f = n.fields; // the file's own fields only, and only strings and numbers
+        return [n.id, n.label, text(f, "value"), text(f, "op"), text(f, "command"), text(f, "loc")].some((v) => v.toLowerCase().includes(q));
       });
       if (this.matches.length) this.centre(this.matches[0]);
       this.changed();
@@ -67,40 +75,51 @@
       g.clearRect(0, 0, w, h);
       const near = new Set(this.selection ? [this.selection, ...this.selection.inEdges.map((e) => e.from), ...this.selection.outEdges.map((e) => e.to)] : []);
       const matched = new Set(this.matches);
-      for (const kind of Object.keys(EDGE)) {
+      for (const [kind, colour] of EDGE) {
         const p = new Path2D();
         for (const e of this.g.edges) {
-          if (e.kind !== kind && !(kind === "data" && !EDGE[e.kind])) continue;
+          if (e.kind !== kind && !(kind === "data" && !EDGE.has(e.kind))) continue;
           const [x0, y0] = this.toScreen(e.from), [x1, y1] = this.toScreen(e.to);
           p.moveTo(x0 + (FV.NODE_W * z) / 2, y0 + FV.NODE_H * z);
           p.lineTo(x1 + (FV.NODE_W * z) / 2, y1);
         }
-        g.strokeStyle = EDGE[kind];
+        g.strokeStyle = colour;
         g.setLineDash(kind === "data" ? [] : [4, 3]);
         g.stroke(p);
       }
       g.setLineDash([]);
       g.font = `${Math.max(8, Math.round(12 * z))}px system-ui, sans-serif`;
       g.textBaseline = "middle";
-      const visible = [];
+      // One path per fill colour and per outline weight, each drawn once: 200,000 nodes stay one frame.
+      const fills = new Map(), outlines = [new Path2D(), new Path2D(), new Path2D()], labels = [];
+      const visible = [], nw = FV.NODE_W * z, nh = FV.NODE_H * z;
       for (const n of this.g.nodes) {
-        const [x, y] = this.toScreen(n), nw = FV.NODE_W * z, nh = FV.NODE_H * z;
+        const [x, y] = this.toScreen(n);
         if (x > w || y > h || x + nw < 0 || y + nh < 0) continue;
         visible.push(n.id);
-        g.fillStyle = matched.has(n) ? "#ffe066" : FILL[n.kind] || "#eee";
-        g.fillRect(x, y, nw, nh);
-        g.strokeStyle = n === this.selection ? "#111" : near.has(n) ? "#555" : "#aaa";
-        g.lineWidth = n === this.selection ? 2.5 : near.has(n) ? 1.5 : 1;
-        g.strokeRect(x, y, nw, nh);
-        if (z > 0.35) {
-          g.fillStyle = "#222";
-          g.save();
-          g.beginPath();
-          g.rect(x, y, nw, nh);
-          g.clip();
-          g.fillText(n.label, x + 6 * z, y + nh / 2);
-          g.restore();
-        }
+        const colour = matched.has(n) ? "#ffe066" : FILL.get(n.kind) || "#eee";
+        if (!fills.has(colour)) fills.set(colour, new Path2D());
+        fills.get(colour).rect(x, y, nw, nh);
+        outlines[n === this.selection ? 2 : near.has(n) ? 1 : 0].rect(x, y, nw, nh);
+        if (z > 0.35) labels.push([n.label, x, y]);
+      }
+      for (const [colour, path] of fills) {
+        g.fillStyle = colour;
+        g.fill(path);
+      }
+      [["#aaa", 1], ["#555", 1.5], ["#111", 2.5]].forEach(([colour, width], i) => {
+        g.strokeStyle = colour;
+        g.lineWidth = width;
+        g.stroke(outlines[i]);
+      });
+      g.fillStyle = "#222";
+      for (const [label, x, y] of labels) {
+        g.save();
+        g.beginPath();
+        g.rect(x, y, nw, nh);
+        g.clip();
+        g.fillText(label, x + 6 * z, y + nh / 2);
+        g.restore();
       }
       g.lineWidth = 1;
       this.visible = visible;

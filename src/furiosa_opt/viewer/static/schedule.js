@@ -6,12 +6,12 @@
 (function () {
   const FV = window.FV;
   const LEFT = 64, RIGHT = 12, AXIS_H = 30, LANE_H = 22, PANE_H = 104, GAP = 10;
-  const COLOURS = {
+  const COLOURS = new Map(Object.entries({ // by instruction type, a string from the file: a Map, never an object
     DmaLoad: "#4e79a7", DmaStore: "#59a14f", DmaGather: "#76b7b2", Dma: "#86bcb6", Main: "#f28e2b",
     Sub: "#e1b12c", Core: "#b07aa1", Noop: "#bab0ac",
-  };
-  const PALETTE = [...new Set(Object.values(COLOURS)), "#9c755f"];
-  const colourIndex = (tpe) => PALETTE.indexOf(COLOURS[tpe] || "#9c755f");
+  }));
+  const PALETTE = [...new Set(COLOURS.values()), "#9c755f"];
+  const colourIndex = (tpe) => PALETTE.indexOf(COLOURS.get(tpe) || "#9c755f");
   const PANE_FILL = { Sram: "#a0cbe8", Trf: "#ffbe7d", Vrf: "#8cd17d", Spm: "#f1ce63", Dram: "#d4a6c8" };
 
   function fmt(n) {
@@ -70,7 +70,7 @@
     // ---- state --------------------------------------------------------------------------------
     reset(draw = true) {
       this.t0 = 0;
-      this.t1 = Math.max(this.s.makespan, 1);
+      this.t1 = Math.max(this.s.extent, 1);
       this.addr = {};
       if (draw) this.changed();
     }
@@ -301,7 +301,7 @@
       const mid = (a, b) => (Math.max(this.x(a), LEFT) + Math.min(Math.max(this.x(b), this.x(a) + 1), this.width - RIGHT)) / 2;
       if (o) return { x: rect.left + mid(o.begin, o.end), y: rect.top + this.laneY(FV.LANES.indexOf(o.lanes[0])) + LANE_H / 2 };
       const t = this.s.tensors.find((i) => i.name === name);
-      if (!t) return null;
+      if (!t || t.address === null) return null; // a tensor without an address has no box
       const b = t.buffer, yTop = Math.max(this.yOf(b, t.top), this.paneY(FV.BUFFERS.indexOf(b)));
       const yBottom = Math.min(this.yOf(b, t.address), this.paneY(FV.BUFFERS.indexOf(b)) + PANE_H);
       return { x: rect.left + mid(t.begin, t.end), y: rect.top + (yTop + yBottom) / 2 };
