@@ -92,7 +92,7 @@ STAGES: dict[str, Stage] = {
 }
 
 # The vISA ops that are not Tensor Unit stages: allocations, views, DMA (memory, not pipelines) and the
-# device-loop regions (`loop` … `end_loop`, `if` … `end_if`).
+# device-loop regions (`loop`, `carried` … `end_loop`, `if` … `end_if`).
 MEMORY_OPS = (
     "view",
     "view_mut",
@@ -114,6 +114,7 @@ MEMORY_OPS = (
     "to_dm_view_pcopy",
     "memset",
     "loop",
+    "carried",
     "end_loop",
     "if",
     "end_if",
