@@ -36,12 +36,6 @@ EXPECTED_FAILURES: dict[str, str] = {
     "test_device.wrong_result_kernel": "deliberately returns the wrong type; test_device.py checks the refusal",
     "test_loops.pass_dependent_body": "deliberately traces differently per pass; test_loops.py checks the refusal",
     "test_views.dm_on_pdma": "deliberately issues to_dm on ctx.pdma; test_views.py checks where the error points",
-    "transformer.kernel.projection": "simulator: a reduce → widen_pad → final → transpose stream (rmsnorm_q) fails, "
-    "its tags relaid with the values' layout (src bug; tests/upstream/test_transformer.py)",
-    "transformer.kernel.attention_forward_first": "simulator: row_max/row_sum end in a reduce → transpose "
-    "stream that fails (src bug; tests/upstream/test_transformer.py)",
-    "transformer.kernel.attention_forward": "simulator: row_max/row_sum end in a reduce → transpose stream "
-    "that fails (src bug; tests/upstream/test_transformer.py)",
 }
 
 

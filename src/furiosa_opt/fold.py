@@ -200,6 +200,6 @@ def reduce_fold(
     x = relaid(values, src, plan.pre, broadcast).reshape(values.shape[0], *plan.live.shape)
     acc = np.full((values.shape[0], plan.live.shape[0]), identity, dtype=values.dtype)
     with np.errstate(all="ignore"):
-        for r in range(plan.live.shape[1]):
+        for r in np.flatnonzero(plan.live.any(axis=0)):  # a reduced position no output reads is skipped
             acc = np.where(plan.live[:, r], step(acc, x[:, :, r]), acc).astype(values.dtype, copy=False)
     return np.where(plan.dst_live, acc, np.asarray(identity, dtype=values.dtype))

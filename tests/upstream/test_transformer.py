@@ -12,16 +12,10 @@ Differences from upstream:
 * The scalar oracles (upstream's `rms`, its dot products) and tolerances are upstream's: 0.08 abs + 0.08 rel
   for projection and final layer, 0.12 / 0.12 for attention (running max within 0.1, and within 0.05 for
   the three-chunk test), 0.25 / 0.2 for the decoder, 0.05 / 0.05 for the wiring test.
-* Slow: each attention launch takes about a minute on the CPU backend (the inter-slice reduce of
-  `weighted_sum`, see the report); the tests that launch attention run only with `FURIOSA_OPT_SLOW=1`.
-* On the simulator, `projection` and both attention entry points fail (a Vector Engine reduce whose result
-  goes through the Transpose Engine: `rmsnorm::forward_q`, `row_max`, `row_sum`); those checks are strict
-  xfails until src/ is fixed.
+* Every entry point also runs on the simulator and matches the CPU backend bit for bit.
 """
 
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
@@ -36,14 +30,6 @@ from transformer.host import DecoderWeights, ProjectionWeights, seeded_bf16
 H, Q, P, N, G, D, L, T, W, Wp = (a.size for a in (K.H, K.Q, K.P, K.N, K.G, K.D, K.L, K.T, K.W, K.Wp))
 EPS = np.float32(6.25e-8)
 NGD, TND, NG, TM = m[K.N, K.G, K.D], m[K.T, K.N, K.D], m[K.N, K.G], m[K.T]  # mappings of the HBM tensors
-
-SLOW = os.environ.get("FURIOSA_OPT_SLOW") == "1"
-slow = pytest.mark.skipif(not SLOW, reason="slow (attention: about a minute per launch on the CPU backend); "
-                          "set FURIOSA_OPT_SLOW=1")  # fmt: skip
-SIM_TRANSPOSE_TAGS = (
-    "src bug: on the simulator, a Vector Engine intra-slice reduce → widen_pad → vector_final → transpose "
-    "stream fails (ValueError: cannot reshape array: the tags are relaid with the values' layout)"
-)
 
 
 def assert_close(actual: np.ndarray, expected: np.ndarray, abs_: float, rel: float) -> None:
@@ -154,7 +140,6 @@ def test_projection_scatters_at_a_runtime_offset_with_rope():
     assert not same_bits(q, R.projection(x, w.q, w.k, w.v, w.input_rms, w.q_rms, w.k_rms, cos, -sin)[0])
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=SIM_TRANSPOSE_TAGS)
 def test_projection_on_the_simulator(projection_cpu):
     x, weights = projection_inputs()
     with backend("npu") as launch_, Context.acquire() as ctx:
@@ -170,7 +155,6 @@ def zero_chunk(mask: float = 0.0):
     return np.zeros((T, N, D), np.float32), np.zeros((T, N, D), np.float32), np.full(T, mask, np.float32)
 
 
-@slow
 def test_attention_forward_first():
     """Zeros: every logit 0, the max 0, every exponential masked to 0, so the sum is eps and the output 0."""
     with Context.acquire() as ctx:
@@ -178,7 +162,6 @@ def test_attention_forward_first():
     assert not max_.any() and not out.any() and np.all(sum_ == EPS)
 
 
-@slow
 def test_attention_forward():
     """`attention_forward` alone on zeroed state: max stays 0, alpha = 1, the sum `0 · 1 + eps`."""
     with Context.acquire() as ctx:
@@ -192,7 +175,6 @@ def test_attention_forward():
     assert not max_.any() and not out.any() and np.all(sum_ == EPS)
 
 
-@slow
 def test_attention_forward_persists_running_max():
     """Upstream: keys of 1 in the middle chunk raise the max to `D / sqrt(D)`; the third (zero) chunk sees it
     only if the second stored it."""
@@ -218,7 +200,6 @@ def attention_cpu():
         return host.run_attention(ctx, q, [(k0, v0, ones), (k1, v1, ones)])
 
 
-@slow
 def test_attention_two_chunks_matches_scalar_reference(attention_cpu):
     max_, sum_, out = attention_cpu
     q, (k0, v0), (k1, v1) = attention_inputs()
@@ -233,7 +214,6 @@ def test_attention_two_chunks_matches_scalar_reference(attention_cpu):
     assert np.all(np.abs(max_.ravel() - expected_max) < 0.1)
 
 
-@slow
 def test_attention_two_chunks_equal_the_reference_bit_for_bit(attention_cpu):
     q, (k0, v0), (k1, v1) = attention_inputs()
     ones = np.ones(T, np.float32)
@@ -242,10 +222,9 @@ def test_attention_two_chunks_equal_the_reference_bit_for_bit(attention_cpu):
     assert all(same_bits(a, b) for a, b in zip(attention_cpu, expected, strict=True))
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=SIM_TRANSPOSE_TAGS)
 @pytest.mark.parametrize("kernel", [K.attention_forward_first, K.attention_forward], ids=lambda k: k.__name__)
 def test_attention_on_the_simulator(kernel):
-    """Simulator first (it fails fast today); then the CPU backend, bit for bit (slow)."""
+    """The simulator, then the CPU backend, bit for bit."""
     q, (k0, v0), _ = attention_inputs()
     mask = (np.arange(T) < 300).astype(np.float32)
 
@@ -260,8 +239,6 @@ def test_attention_on_the_simulator(kernel):
 
     with backend("npu") as launch_:
         npu = scenario(launch_)
-    if not SLOW:
-        pytest.skip("the CPU side of the comparison is slow; set FURIOSA_OPT_SLOW=1")
     with backend("cpu") as launch_:
         cpu = scenario(launch_)
     assert all(same_bits(a, b) for a, b in zip(npu, cpu, strict=True))
@@ -270,7 +247,6 @@ def test_attention_on_the_simulator(kernel):
 # ---- decoder --------------------------------------------------------------------------------------------
 
 
-@slow
 def test_decoder_step_wires_kernel_boundaries():
     """Upstream: projection → attention (one chunk) → decoder with zero weights is the residual identity."""
     rng = np.random.default_rng(0xDEC0DE)
@@ -354,7 +330,6 @@ def final_cpu():
         return host.run_final_layer(ctx, x, rms_weight, host.upload_lm_head(ctx, weight))
 
 
-@slow
 def test_final_layer():
     """Zeros: a zero norm weight gives zero logits."""
     with Context.acquire() as ctx:

@@ -373,8 +373,9 @@ def _elementwise(convert: Callable, dtype: DType | None = None) -> Callable:
     return stage
 
 
-def _unchanged(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
-    return stream
+def _final(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    """Leaving the Vector Engine: the elements' tags stay behind (the stages after relay values only)."""
+    return replace(stream, tags=None)
 
 
 def _fetch(unit: TensorUnit, stream: None, config: dict, command: dict) -> Stream:
@@ -481,7 +482,7 @@ HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/s
     "vector_fxp_zip": _zip(arithmetic.fxp),
     "vector_fp_zip": _zip(arithmetic.fp_binary),
     "vector_clip_zip": _zip(arithmetic.clip),
-    "vector_final": _unchanged,
+    "vector_final": _final,
     "vector_logic": _binary(arithmetic.logic),
     "vector_fxp": _binary(arithmetic.fxp),
     "vector_fp_binary": _binary(arithmetic.fp_binary),
