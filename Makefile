@@ -52,6 +52,11 @@ endif
 endif
 endif
 
+# The long fuzz: tests/hostile/test_fuzz.py with forty times the examples `make test` runs, counts printed.
+.PHONY: fuzz
+fuzz: $(STAMP)
+	FURIOSA_OPT_FUZZ=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/hostile/test_fuzz.py
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/cpu_backend.py
 	$(BIN)/python benchmarks/host_round_trip.py

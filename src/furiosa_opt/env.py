@@ -7,11 +7,14 @@
 | `FURIOSA_OPT_BACKEND` | `cpu` or `npu` (what `launch` runs on) | `cpu` | no |
 | `FURIOSA_OPT_DEVICE` | `sim` (the TCP simulator) or `rngd` (hardware: not supported by this build) | `sim` | no |
 | `FURIOSA_OPT_SKIP_PRESTEP` | `1`: the wrapper runs its command without compiling (a test hook) | unset | no |
+| `FURIOSA_OPT_SIM_MEMORY` | host memory the simulator may plan to use (`512M`, `4G`) | `sim_memory_budget` | no |
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 from pathlib import Path
 
 SCHEDULERS = ("list", "inorder")
@@ -25,8 +28,17 @@ class EnvError(ValueError):
 
 
 def out_dir() -> Path | None:
+    """The artifact directory the variable names (resolved), or None when unset; refused when it names
+    something that is not a directory."""
     value = os.environ.get("FURIOSA_OPT_OUT_DIR", "").strip()
-    return Path(value).resolve() if value else None
+    if not value:
+        return None
+    if "\0" in value:
+        raise EnvError("FURIOSA_OPT_OUT_DIR holds a NUL character")
+    path = Path(value).resolve()
+    if path.exists() and not path.is_dir():
+        raise EnvError(f"FURIOSA_OPT_OUT_DIR={value!r} is not a directory")
+    return path
 
 
 def _choice(name: str, choices: tuple[str, ...]) -> str:
@@ -47,6 +59,42 @@ def backend() -> str:
 
 def device() -> str:
     return _choice("FURIOSA_OPT_DEVICE", DEVICES)
+
+
+_SIZE = re.compile(r"(\d+)\s*([KMGT]?)(i?B)?\Z", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+SIM_MEMORY_CEILING = 16 << 30  # the default budget never exceeds this, whatever the machine has
+
+
+def parse_size(text: str) -> int:
+    """A byte count written `4096`, `512K`, `64M`, `4G`, `1T` (binary units; `MiB`, `GB` accepted);
+    a ValueError says what is wrong."""
+    found = _SIZE.match(text.strip())
+    if not found or int(found[1]) < 1:
+        raise ValueError(f"{text!r} is not a size (a positive number of bytes, or with K, M, G or T: `512M`, `4G`)")
+    return int(found[1]) * _UNITS[found[2].upper()]
+
+
+def sim_memory_budget() -> int:
+    """How much host memory `python -m furiosa_opt.sim` may plan to use: `FURIOSA_OPT_SIM_MEMORY`, else half
+    of the machine's physical memory, at most half the process's address-space limit and at most
+    `SIM_MEMORY_CEILING`."""
+    value = os.environ.get("FURIOSA_OPT_SIM_MEMORY", "").strip()
+    if value:
+        try:
+            return parse_size(value)
+        except ValueError as error:
+            raise EnvError(f"FURIOSA_OPT_SIM_MEMORY: {error}") from None
+    budget = SIM_MEMORY_CEILING
+    with contextlib.suppress(AttributeError, ValueError, OSError):  # not knowable here: the ceiling stands
+        budget = min(budget, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2)
+    with contextlib.suppress(ImportError, OSError, ValueError):
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit != resource.RLIM_INFINITY:
+            budget = min(budget, limit // 2)
+    return budget
 
 
 def skip_prestep() -> bool:

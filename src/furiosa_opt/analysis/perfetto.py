@@ -8,11 +8,13 @@ timestamps are microseconds, so one cycle is drawn as 1 µs: the numbers Perfett
 Slices on one thread must not overlap (Perfetto would nest them), so an instruction overlapping an
 earlier one on its lane goes to an extra thread `<lane> #2`. Flow ends sit at the middle of their
 slices, where Perfetto binds them to the enclosing slice without ambiguity at shared boundaries.
-Views alias tensors they link, so the tensors they write are not counted twice in memory use.
+Views alias tensors they link, so the tensors they write are not counted twice in memory use. The trace
+is strict JSON: a utilisation that is not a finite number is written as null, never as a bare `NaN`.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from typing import Any
 
@@ -77,7 +79,7 @@ def _slice(instruction: Instruction, lane: str, tid: int, schedule: Schedule) ->
             "lane": lane,
             "source": instruction.source or "",
             "description": instruction.description,
-            "util": instruction.util,
+            "util": instruction.util if instruction.util is None or math.isfinite(instruction.util) else None,
             "tensors": {
                 "inputs": [_tensor_text(schedule.tensors[t]) for t in instruction.inputs],
                 "outputs": [_tensor_text(schedule.tensors[t]) for t in instruction.outputs],

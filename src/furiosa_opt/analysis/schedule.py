@@ -9,6 +9,7 @@ naming the field (`instructions[3].lifetime.end`), never a traceback.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -109,6 +110,10 @@ def load_schedule(path: Path) -> Schedule:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise ScheduleError(f"{path}: not JSON: {error.msg} at line {error.lineno}") from None
+    except RecursionError:
+        raise ScheduleError(f"{path}: not a schedule: its JSON nests deeper than Python can read") from None
+    except ValueError as error:  # an integer of more digits than Python converts
+        raise ScheduleError(f"{path}: not a schedule: {str(error).splitlines()[0]}") from None
     return parse_schedule(data, str(path))
 
 
@@ -117,6 +122,8 @@ def parse_schedule(data: Any, origin: str = "<schedule>") -> Schedule:
         return _schedule(data)
     except ScheduleError as error:
         raise ScheduleError(f"{origin}: {error}") from None
+    except RecursionError:
+        raise ScheduleError(f"{origin}: not a schedule: it nests deeper than Python can read") from None
 
 
 def _schedule(data: Any) -> Schedule:
@@ -148,6 +155,8 @@ def _instruction(position: int, record: Any, where: str, tensors: dict[int, Tens
     if source is None and (found := _SOURCE.search(description)):
         source = found.group(1)
     util = _get(record, "util", where, dict, None)
+    total = None if util is None else float(_get(util, "total_util", f"{where}.util", (int, float)))
+    total = total if total is None or math.isfinite(total) else None  # NaN or ±Infinity: not known
     return Instruction(
         position,
         index,
@@ -157,7 +166,7 @@ def _instruction(position: int, record: Any, where: str, tensors: dict[int, Tens
         lanes_of(contexts),
         begin,
         end,
-        None if util is None else float(_get(util, "total_util", f"{where}.util", (int, float))),
+        total,
         description,
         source,
         _tensor_ids(record, "input_tensors", where, tensors),
@@ -231,14 +240,24 @@ def _get(record: dict, key: str, where: str, kinds: type | tuple[type, ...], def
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
         wanted = " or ".join(_KIND_NAMES[k] for k in kinds)
         raise ScheduleError(f"{where}.{key}: expected {wanted}, got {_show(value)}")
+    if isinstance(value, int) and not isinstance(value, bool) and not -LIMIT <= value < LIMIT:
+        raise ScheduleError(f"{where}.{key}: {_show(value)} is outside the 64-bit integers a schedule holds")
     return value
+
+
+LIMIT = 1 << 63  # cycles, sizes, addresses and indices are 64-bit integers in every tool that writes them
 
 
 _KIND_NAMES = {int: "an integer", float: "a number", str: "a string", list: "a list", dict: "an object"}
 
 
 def _show(value: Any) -> str:
-    text = json.dumps(value)
+    if isinstance(value, int) and not isinstance(value, bool) and not -LIMIT <= value < LIMIT:
+        return f"an integer of {value.bit_length()} bits"
+    try:
+        text = json.dumps(value)
+    except (ValueError, RecursionError):
+        text = "a value nested too deeply"
     return text if len(text) <= 40 else text[:37] + "..."
 
 

@@ -15,13 +15,23 @@ from furiosa_opt.cli.compile import Reporter, Target, compile_target
 from furiosa_opt.compiler.driver import Compiled
 from furiosa_opt.compiler.edf import read_edf
 from furiosa_opt.compiler.schedule import schedule_json, summary
-from furiosa_opt.files import write_atomic
+from furiosa_opt.files import printable, write_atomic
 from furiosa_opt.lang.device import DeviceFunction
 from furiosa_opt.sim.timing import simulate
 
 
 def write_catalogue(found: list[Target], folder: Path, report: Reporter) -> int:
-    """Write `folder/index.md` and one schedule per kernel; 1 if any kernel failed to compile."""
+    """Write `folder/index.md` and one schedule per kernel; 1 if any kernel failed to compile or a file
+    could not be written (one line)."""
+    try:
+        return _write_catalogue(found, folder, report)
+    except OSError as error:
+        where = f"{error.filename}: " if error.filename else ""
+        report.status("Error", printable(f"cannot write {where}{error.strerror or error}"))
+        return 1
+
+
+def _write_catalogue(found: list[Target], folder: Path, report: Reporter) -> int:
     sections, failed = [], 0
     for target in found:
         compiled = compile_target(target, report)

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from furiosa_opt.compiler import cache, lir
@@ -23,7 +23,7 @@ from furiosa_opt.compiler.driver import Compiled, compile_kernel, compile_visa
 from furiosa_opt.compiler.edf import read_edf
 from furiosa_opt.compiler.schedule import schedule_json, summary, summary_markdown
 from furiosa_opt.compiler.workspace import Package, WorkspaceError, import_module, locate, select
-from furiosa_opt.files import write_atomic
+from furiosa_opt.files import printable, write_atomic
 from furiosa_opt.lang.device import DeviceFunction
 from furiosa_opt.sim.timing import compare, simulate
 
@@ -63,7 +63,10 @@ def targets(packages: list[Package]) -> tuple[list[Target], list[Diagnostic]]:
                 found += [Target(package, k) for k in cache.find_kernels(module, path)]
             except SyntaxError as error:
                 span = Span(str(path), error.lineno or 1, error.offset or 1)
-                problems.append(Diagnostic("syntax-error", error.msg, "import", module, [span]))
+                problems.append(Diagnostic("syntax-error", printable(error.msg), "import", module, [span]))
+            except OSError as error:
+                reason = f"cannot read {path.name}: {error.strerror or error}"
+                problems.append(Diagnostic("unreadable-source", reason, "import", module, [Span(str(path), 1, 1)]))
     return sorted(found, key=lambda t: t.source.identity), problems
 
 
@@ -84,6 +87,11 @@ def selection(names: list[str], report: Reporter) -> tuple[Path, list[Package]] 
     except WorkspaceError as error:
         report.diagnostic(error.diagnostic)
         return None
+
+
+def failure(report: Reporter, code: str, message: str, identity: str | None = None) -> None:
+    """A one-line error that is not at a source line (a file that cannot be written or read)."""
+    report.diagnostic(Diagnostic(code, printable(message), "output", identity))
 
 
 def filtered(found: list[Target], filters: list[str], report: Reporter) -> list[Target]:
@@ -168,10 +176,11 @@ def _fresh(target: Target, out: Path, options: argparse.Namespace) -> bool:
 
 
 def _cached(target: Target, out: Path) -> tuple[cache.FastKey, dict | None, bool]:
-    """(fast key, stored record, whether the stored artifact is intact and matches its record)."""
+    """(fast key, stored record, whether the stored artifact is intact and matches its record). The key
+    hashes the data files the record says the last build read, as they are now."""
     edf_path, record_path = cache.paths(out, target.source.identity)
     record = cache.read_record(record_path)
-    key = cache.fast_key(target.source, target.package.root, target.package.source)
+    key = cache.fast_key(target.source, target.package.root, target.package.source, cache.data_files(record))
     return key, record, record is not None and cache.artifact_state(edf_path, record) is None
 
 
@@ -181,8 +190,11 @@ def _up_to_date(key: cache.FastKey, record: dict | None, usable: bool, options: 
 
 def _build(target: Target, out: Path, options: argparse.Namespace, report: Reporter) -> str:
     identity = target.source.identity
-    edf_path, record_path = cache.paths(out, identity)
-    key, record, usable = _cached(target, out)
+    try:
+        edf_path, record_path = cache.paths(out, identity)
+        key, record, usable = _cached(target, out)
+    except (cache.ArtifactError, OSError) as error:
+        return _failed(report, identity, error)
     if _up_to_date(key, record, usable, options):
         report.status("Fresh", identity, kernel=identity, success=True, cached=True)
         return "fresh"
@@ -193,27 +205,45 @@ def _build(target: Target, out: Path, options: argparse.Namespace, report: Repor
     text = result.visa_text
     artifact = cache.artifact_key(text, f"chip={kernel.device.chip},pe={kernel.device.pe}")
     same_code = usable and record.get("artifact_key") == artifact  # same vISA, version, device, environment
-    if not same_code:
-        write_atomic(edf_path, result.edf)
-    stored = edf_path.read_bytes() if same_code else result.edf
-    write_atomic(record_path, cache.record_for(key, artifact, stored, text))
-    _write_dumps(result, options)
+    data = cache.reads_of(target.source, target.package.root, target.package.source)
+    key = replace(key, data=cache.hash_data(data, target.package.root))
+    try:
+        if not same_code:
+            write_atomic(edf_path, result.edf)
+        stored = edf_path.read_bytes() if same_code else result.edf
+        write_atomic(record_path, cache.record_for(key, artifact, stored, text, identity))
+        _write_dumps(result, options)
+    except OSError as error:
+        return _failed(report, identity, error)
     verb = "Fresh" if same_code else "Compiled"
     detail = "vISA unchanged, artifact kept" if same_code else _stats(result)
     report.status(verb, f"{identity} ({detail})", kernel=identity, success=True, cached=same_code)
     return "fresh" if same_code else "compiled"
 
 
+def _failed(report: Reporter, identity: str, error: Exception) -> str:
+    """Report a kernel whose artifacts or dumps cannot be placed, written or read (one line), as failed."""
+    if isinstance(error, OSError):
+        where = f"{error.filename}: " if error.filename else ""
+        failure(report, "output", f"cannot write {where}{error.strerror or error}", identity)
+    else:
+        failure(report, "output", str(error), identity)
+    report.status("Failed", identity, kernel=identity, success=False)
+    return "failed"
+
+
 def compile_target(target: Target, report: Reporter) -> tuple[DeviceFunction, Compiled] | None:
-    """Import and compile one kernel through every stage, writing nothing; None (reported) if it fails."""
+    """Import and compile one kernel through every stage, writing nothing; None (reported) if it fails.
+    The files package code reads meanwhile are recorded (`cache.recording`, `cache.reads_of`)."""
     identity = target.source.identity
-    module, problem = import_module(target.package, target.source.module, target.source.file)
-    kernel = getattr(module, identity.rsplit(".", 1)[1], None) if module is not None else None
-    if problem is not None or not isinstance(kernel, DeviceFunction):
-        report.diagnostic(problem or Diagnostic("no-kernel", f"`{identity}` is not a @device function", "import"))
-        report.status("Failed", identity, kernel=identity, success=False)
-        return None
-    result = compile_kernel(kernel, target.package.root)
+    with cache.recording(target.package.source):
+        module, problem = import_module(target.package, target.source.module, target.source.file)
+        kernel = getattr(module, identity.rsplit(".", 1)[1], None) if module is not None else None
+        if problem is not None or not isinstance(kernel, DeviceFunction):
+            report.diagnostic(problem or Diagnostic("no-kernel", f"`{identity}` is not a @device function", "import"))
+            report.status("Failed", identity, kernel=identity, success=False)
+            return None
+        result = compile_kernel(kernel, target.package.root)
     return (kernel, result) if _report(result, report) else None
 
 
@@ -261,9 +291,13 @@ def _compile_visa(options: argparse.Namespace, report: Reporter) -> int:
         root = locate(Path.cwd()).root
     except WorkspaceError:
         root = Path.cwd()
-    edf_path, _ = cache.paths(cache.out_dir(root), result.identity)
-    write_atomic(edf_path, result.edf)
-    _write_dumps(result, options)
+    try:
+        edf_path, _ = cache.paths(cache.out_dir(root), result.identity)
+        write_atomic(edf_path, result.edf)
+        _write_dumps(result, options)
+    except (cache.ArtifactError, OSError) as error:
+        _failed(report, result.identity, error)
+        return 1
     report.status("Compiled", f"{result.identity} from {options.visa} ({_stats(result)})", kernel=result.identity,
                   success=True)  # fmt: skip
     report.status("Finished", f"1 compiled (artifact {edf_path})", compiled=1, failed=0)

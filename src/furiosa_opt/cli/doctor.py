@@ -18,6 +18,7 @@ from furiosa_opt import __version__, env
 from furiosa_opt.cli.compile import targets
 from furiosa_opt.compiler import cache
 from furiosa_opt.compiler.workspace import WorkspaceError, locate, select
+from furiosa_opt.files import printable
 
 REQUIRED = ("numpy", "ml_dtypes", "msgpack", "rich")
 FOR_TESTS = ("pytest", "hypothesis", "playwright")
@@ -82,14 +83,23 @@ def _workspace(report: Report, names: list[str]) -> None:
     except WorkspaceError as error:
         report.line("note", "workspace", f"none usable here ({error})")
         return
-    out = cache.out_dir(workspace.root)
     report.line("ok", "workspace", f"{workspace.root} ({', '.join(p.name for p in packages) or 'no packages'})")
+    try:
+        out = cache.out_dir(workspace.root)
+    except env.EnvError as error:
+        report.line("problem", "output directory", str(error))
+        return
     writable = _writable(out)
     report.line("ok" if writable else "problem", "output directory", f"{out}" + ("" if writable else " (not writable)"))
     found, problems = targets(packages)
     for problem in problems:
         report.line("problem", "source", problem.message)
-    fresh = sum(not cache.changes(t.source, t.package.root, t.package.source, out) for t in found)
+    fresh = 0
+    for target in found:
+        try:
+            fresh += not cache.changes(target.source, target.package.root, target.package.source, out)
+        except (cache.ArtifactError, OSError) as error:
+            report.line("problem", "kernel", printable(f"{target.source.identity}: {error}"))
     report.line("ok", "kernels", f"{len(found)} found, {fresh} compiled and up to date, {len(found) - fresh} not")
 
 

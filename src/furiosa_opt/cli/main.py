@@ -47,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     cache_.add_argument("action", choices=("ls", "explain", "verify", "clean"))
     cache_.add_argument("filters", nargs="*", metavar="FILTER")
     cache_.add_argument("-p", "--package", action="append", default=[], metavar="PKG")
+    cache_.add_argument(
+        "--orphans", action="store_true", help="with clean: remove only the artifacts of kernels that no longer exist"
+    )
     add_schedule_parser(commands)
     add_view_arguments(commands.add_parser("view", help="open the Schedule / IR graph viewer in a browser"))
     new = commands.add_parser("new", help="create a kernel package from the base template")

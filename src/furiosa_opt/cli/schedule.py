@@ -2,7 +2,8 @@
 
 Each action prints rich tables, or with `--json` one JSON document on stdout. A file that cannot be
 read or is malformed exits 1 with a one-line message on stderr (analysis/README.md says what each
-action computes).
+action computes). Strings from the file (names, sources, lanes) are printed as text with their control
+characters escaped, so a schedule cannot write escape sequences to the terminal.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from furiosa_opt.analysis.gaps import Gap, gaps, gaps_json
 from furiosa_opt.analysis.perfetto import perfetto_trace
 from furiosa_opt.analysis.schedule import Instruction, Schedule, ScheduleError, load_schedule
 from furiosa_opt.analysis.summary import Summary, summarize, summary_json
-from furiosa_opt.files import write_atomic
+from furiosa_opt.files import printable, write_atomic
 
 
 def add_schedule_parser(commands: argparse._SubParsersAction) -> None:
@@ -53,7 +54,7 @@ def run_schedule(options: argparse.Namespace) -> int:
     try:
         document, human = _ACTIONS[options.action](options)
     except ScheduleError as error:
-        print(f"furiosa-opt schedule {options.action}: error: {error}", file=sys.stderr)
+        print(f"furiosa-opt schedule {options.action}: error: {printable(str(error))}", file=sys.stderr)
         return 1
     if options.json:
         print(json.dumps(document, indent=2))
@@ -93,7 +94,7 @@ def _gaps(options: argparse.Namespace) -> Rendered:
 def _export(options: argparse.Namespace) -> Rendered:
     trace = perfetto_trace(load_schedule(options.file))
     try:
-        write_atomic(options.output, json.dumps(trace).encode())
+        write_atomic(options.output, json.dumps(trace, allow_nan=False).encode())  # strict JSON, or a ValueError
     except OSError as error:
         raise ScheduleError(f"cannot write {options.output}: {error.strerror or error}") from None
     kinds = [e["ph"] for e in trace["traceEvents"]]
@@ -103,7 +104,7 @@ def _export(options: argparse.Namespace) -> Rendered:
         f"wrote {len(kinds)} events ({counts['slices']} slices, {counts['flows']} flows, "
         f"{counts['counter_samples']} counter samples) to {options.output}; open it at ui.perfetto.dev"
     )
-    return document, [line]
+    return document, [Text(printable(line))]
 
 
 _ACTIONS = {"summary": _summary, "diff": _diff, "critical-path": _critical_path, "gaps": _gaps, "export": _export}
@@ -121,7 +122,7 @@ def _table(title: str, columns: Iterable[str], rows: Iterable[Iterable[Any]]) ->
     for column in columns:
         table.add_column(column, justify="right" if column in _NUMERIC else "left", overflow="fold")
     for row in rows:
-        table.add_row(*(Text(str(cell)) for cell in row))  # Text: no markup in file names
+        table.add_row(*(Text(printable(str(cell))) for cell in row))  # no markup, no escape sequences from the file
     return table
 
 
@@ -138,8 +139,9 @@ def _instruction_row(instruction: Instruction) -> list[Any]:
     return [_name(instruction), lanes, instruction.begin, instruction.end, instruction.cycles, instruction.source or ""]
 
 
-def _header(kernel: str | None, text: str) -> str:
-    return f"[bold]{kernel}[/bold]: {text}" if kernel else text
+def _header(kernel: str | None, text: str) -> Text:
+    """The first line: the kernel's name (from the file: shown as text, escape sequences escaped)."""
+    return Text.assemble((printable(kernel), "bold"), f": {text}") if kernel else Text(text)
 
 
 def _summary_human(result: Summary) -> list[Any]:
@@ -169,7 +171,7 @@ def _diff_human(result: ScheduleDiff) -> list[Any]:
     ]  # fmt: skip
     columns = ("instruction", "lanes", "begin", "end", "cycles", "source")
     return [
-        f"makespan {makespan.before} → {makespan.after} cycles ({_signed(makespan.delta)}{share})",
+        Text(f"makespan {makespan.before} → {makespan.after} cycles ({_signed(makespan.delta)}{share})"),
         _table("Lane busy cycles", ("lane", "before", "after", "delta"),
                [(c.name, c.before, c.after, _signed(c.delta)) for c in result.lanes]),
         _table("Source lines whose cycles changed", ("source", "before", "after", "delta"),

@@ -23,7 +23,9 @@ from furiosa_opt.compiler.lower import lower
 from furiosa_opt.compiler.replay import replay
 from furiosa_opt.compiler.schedule import Schedule, schedule
 from furiosa_opt.diagnostics import FuriosaOptError
+from furiosa_opt.files import expression_problem, has_control, identity_problem, printable
 from furiosa_opt.lang.device import DeviceFunction
+from furiosa_opt.mapping import MappingError
 
 
 @dataclass
@@ -108,20 +110,74 @@ def compile_kernel(kernel: DeviceFunction, root: Path | None = None) -> Compiled
     return result
 
 
-def compile_visa(path: Path) -> Compiled:
-    """Stage 1 of hand-written vISA: parse it, then replay it through every check."""
-    text = path.read_text()
-    start = time.perf_counter()
+class VisaFileError(FuriosaOptError):
+    """A vISA file that cannot be compiled before parsing starts, or whose text does not parse."""
+
+    def __init__(self, path: Path, line: int, code: str, message: str, show_line: bool = True):
+        self.path, self.line, self.code, self.show_line = Path(path), line, code, show_line
+        super().__init__(message)
+
+    def diagnostic(self) -> Diagnostic:
+        if not self.show_line:  # the line itself is not fit for a terminal: the message names it
+            return Diagnostic(self.code, f"{self.path}: {self}", "visa", None, [])
+        return Diagnostic(self.code, str(self), "visa", None, [Span(str(self.path), max(1, self.line), 1)])
+
+
+def load_visa(path: Path) -> visa.Kernel:
+    """The parsed vISA file, or a VisaFileError saying what is wrong (one line, at the file): a file that
+    cannot be read (missing, a directory, unreadable), that is not UTF-8 text, a line holding what no
+    printed vISA holds (a `{…}` Python escape in a mapping, a special name, a string: the parsers would
+    evaluate them, `files.expression_problem`), text that does not parse, or a kernel identity that could
+    not name an artifact (`files.identity_problem`)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise VisaFileError(path, 1, "visa-file", f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise VisaFileError(
+            path, line, "visa-file", f"{path} is not vISA text (not UTF-8 at byte {error.start})"
+        ) from None
+    for number, line in enumerate(text.split("\n"), 1):
+        if has_control(line.replace("\t", " ").removesuffix("\r")):
+            problem = f"vISA line {number} holds a control character: {printable(line)[:60]}"
+            raise VisaFileError(path, number, "visa-syntax", problem, show_line=False)
+        body = line.partition("  // ")[0]  # the op without its source location
+        problem = None if line.startswith("kernel ") else expression_problem(body)
+        if problem is not None:
+            raise VisaFileError(path, number, "visa-syntax", f"vISA line {number}: the line {problem}")
     try:
         parsed = visa.parse_kernel(text)
     except visa.VisaSyntaxError as error:
-        diagnostic = Diagnostic("visa-syntax", str(error), "visa", None, [Span(str(path), error.line, 1)])
-        return Compiled(path.name, diagnostics=[diagnostic])
+        raise VisaFileError(path, error.line, "visa-syntax", printable(str(error))) from None
+    except (MappingError, RecursionError) as error:  # what the mapping parser refuses inside a type
+        detail = (str(error).splitlines() or [""])[0]
+        raise VisaFileError(path, 1, "visa-syntax", printable(f"vISA: {detail}")) from None
+    problem = identity_problem(parsed.identity)
+    if problem is not None:
+        raise VisaFileError(path, 1, "visa-identity", f"vISA line 1: the kernel's name: {problem}")
+    return parsed
+
+
+def compile_visa(path: Path) -> Compiled:
+    """Stage 1 of hand-written vISA: parse it, then replay it through every check."""
+    start = time.perf_counter()
+    try:
+        parsed = load_visa(path)
+    except VisaFileError as error:
+        return Compiled(Path(path).name, diagnostics=[error.diagnostic()])
     result = Compiled(parsed.identity)
     try:
         result.visa = replay(parsed)
     except FuriosaOptError as error:
         result.diagnostics = [from_error(error, "visa", parsed.identity)]
+    except Exception as error:  # an op the text applies to a value that has no such op, an unknown name …
+        detail = printable((str(error).splitlines() or [""])[0])
+        message = f"the vISA cannot be replayed: {type(error).__name__}: {detail}"
+        result.diagnostics = [Diagnostic("visa-replay", message, "visa", parsed.identity, [Span(str(path), 1, 1)])]
     result.seconds["visa"] = time.perf_counter() - start
     if result.visa is not None:
         _walk(result, result.visa, None)

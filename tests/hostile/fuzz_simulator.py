@@ -1,0 +1,95 @@
+"""The EDF fuzzer with the simulator, run as its own process under an address-space limit.
+
+    python tests/hostile/fuzz_simulator.py EXAMPLES LIMIT_BYTES BUDGET_BYTES
+
+The limit is set (`resource.setrlimit(RLIMIT_AS)`) before anything else is imported. Each example is a
+valid EDF of a seed kernel, damaged (`mutations.damaged`) and packed with a good checksum; it is written to
+a file and given to the simulator command's own code path (`sim.__main__.simulate_files`, with the
+budget) with inputs of the sizes its table declares. Each must end in an `EdfError`, a `SimulatorError`
+(both `FuriosaOptError`s) or a run; any other exception — a `MemoryError` under the limit above all — fails
+the example, and hypothesis prints the smallest EDF body that does it. The last line of output is a JSON
+tally: examples run, EDFs refused by the reader, runs refused by the simulator, runs completed.
+"""
+
+import resource
+import sys
+
+if __name__ == "__main__":
+    LIMIT = int(sys.argv[2])
+    resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
+
+import contextlib
+import io
+import json
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+
+from furiosa_opt.compiler.driver import compile_kernel
+from furiosa_opt.compiler.edf import EdfError, read_edf
+from furiosa_opt.diagnostics import FuriosaOptError
+from furiosa_opt.sim.__main__ import SimulatorFailure, simulate_files
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+import seed_kernels  # noqa: E402
+from example_kernels import KERNELS  # noqa: E402
+from mutations import damaged, edf_body, edf_bytes  # noqa: E402
+
+SEEDS = [seed_kernels.memset_zero, seed_kernels.gather_rows, seed_kernels.pcopy_relayout, *KERNELS.values()]
+
+
+def seeds() -> list[dict]:
+    bodies = []
+    for kernel in SEEDS:
+        result = compile_kernel(kernel)
+        assert result.ok, result.diagnostics
+        bodies.append(edf_body(result.edf))
+    return bodies
+
+
+def main(examples: int, budget: int) -> dict[str, int]:
+    tally = {"examples": 0, "refused_by_reader": 0, "refused_by_simulator": 0, "ran": 0, "failures": {}}
+    folder = Path(tempfile.mkdtemp(prefix="fuzz-sim-"))
+
+    @settings(max_examples=examples, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @given(damaged(seeds()))
+    def one(body: dict) -> None:
+        tally["examples"] += 1
+        data = edf_bytes(body)
+        try:
+            edf = read_edf(data)
+        except EdfError:
+            tally["refused_by_reader"] += 1
+            return
+        (folder / "k.edf").write_bytes(data)
+        inputs = []
+        for i, tensor in enumerate(edf.arguments):
+            inputs.append(folder / f"in{i}.bin")
+            inputs[-1].write_bytes(bytes(min(tensor.bytes, 1 << 20)))
+        outputs = [folder / f"out{i}.bin" for i in range(len(edf.outputs))]
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                simulate_files(folder / "k.edf", inputs, outputs, None, budget, [])
+        except SimulatorFailure as failure:  # one line for the user; counted here as the simulator's own bug
+            cause = failure.__cause__
+            where = cause.__traceback__
+            while where.tb_next is not None:
+                where = where.tb_next
+            key = f"{type(cause).__name__} at {Path(where.tb_frame.f_code.co_filename).name}:{where.tb_lineno}"
+            tally["failures"][key] = tally["failures"].get(key, 0) + 1
+            return
+        except FuriosaOptError:
+            tally["refused_by_simulator"] += 1
+            return
+        tally["ran"] += 1
+
+    one()
+    return tally
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(int(sys.argv[1]), int(sys.argv[3]))))

@@ -1,0 +1,158 @@
+"""`read_edf` checks a binary against `arch` before anything is allocated: each rule refuses one damaged
+field with one `EdfError` naming the kernel, the command (when there is one) and the field — and every
+compiled kernel still reads. The writer refuses what the reader would."""
+
+import dataclasses
+
+import pytest
+from example_kernels import KERNELS
+from hostile import seed_kernels
+from hostile.support import body_of, good_edf, rewrite
+
+from furiosa_opt.arch import RNGD
+from furiosa_opt.compiler.driver import compile_kernel
+from furiosa_opt.compiler.edf import EdfError, read_edf, write_edf
+from furiosa_opt.diagnostics import FuriosaOptError
+
+KERNEL = "base_template.kernel.constant_add_kernel.constant_add_kernel"
+
+
+def refused(edit, *fragments: str, name: str = "constant_add") -> EdfError:
+    with pytest.raises(EdfError) as caught:
+        read_edf(rewrite(good_edf(name), edit))
+    message = str(caught.value)
+    assert isinstance(caught.value, FuriosaOptError) and "\n" not in message
+    assert message.startswith(f"kernel {KERNEL}: malformed EDF: ") or name != "constant_add", message
+    for fragment in fragments:
+        assert fragment in message, message
+    return caught.value
+
+
+def dma(body, context="tdma", i=0):
+    return body["streams"][context][i]
+
+
+def exec_command(body):
+    return next(c for c in body["streams"]["main"] if c["kind"] == "exec")
+
+
+@pytest.mark.parametrize("kernel", [*KERNELS.values(), seed_kernels.memset_zero, seed_kernels.gather_rows,
+                                    seed_kernels.pcopy_relayout])  # fmt: skip
+def test_every_compiled_kernel_reads(kernel):
+    edf = read_edf(compile_kernel(kernel).edf)
+    assert edf.identity == kernel.identity
+
+
+def test_loops_packets_and_bytes_moved_within_the_hardware():
+    refused(lambda b: dma(b)["dma"]["loops"][0].update(size=RNGD.max_entry_iterations + 1),
+            "body.streams.tdma[0].dma.loops[0].size: command 1 (to_dm): 65537 iterations")  # fmt: skip
+    refused(lambda b: dma(b)["dma"]["loops"][0].update(size=-1), "loops[0].size", "-1 iterations")
+    refused(lambda b: dma(b)["dma"].update(packet=RNGD.dma_max_packet_bytes + 1), "dma.packet", "4097 bytes")
+    refused(
+        lambda b: dma(b)["dma"]["loops"].extend([{"dst": 0, "size": 1, "src": 0}] * 40),
+        "dma.loops",
+        "41 loops; a walk has at most 16",
+    )
+    # six loops of 65536 re-reading one packet: within every per-loop limit, far more than the target holds
+    many = [{"dst": 0, "size": RNGD.max_entry_iterations, "src": 0}] * 6
+    refused(lambda b: dma(b)["dma"].update(loops=many), "dma.loops", "moves", "into T1, which spans 16384")
+
+
+def test_buffers_within_their_memory():
+    refused(lambda b: b["buffers"][0].update(bytes=1 << 60), "body.buffers[0].bytes", "HBM of 1 chip")
+    refused(lambda b: b["buffers"][1].update(bytes=RNGD.dm_bytes_per_slice + 8), "body.buffers[1].bytes", "SRAM")
+    refused(lambda b: b["buffers"][1].update(address=-8), "body.buffers[1]", "must not be negative")
+    refused(lambda b: b["buffers"][1].update(memory="l3"), "body.buffers[1].memory", "'l3' is not one of")
+    refused(lambda b: b["buffers"][1].update(dtype="f128"), "body.buffers[1].dtype", "unknown element type")
+    refused(lambda b: b["buffers"][1].update(region="full"), "body.buffers[1].region")
+    refused(lambda b: b["buffers"][0].update(levels=[]), "body.buffers[0].levels", "chip level")
+    refused(lambda b: b["buffers"][1].update(levels=["1", "1 # 2", "A / 8 # 256"]), "body.buffers[1].levels")
+    refused(lambda b: b["arguments"][0].update(bytes=1 << 40), "body.arguments[0].bytes")
+    refused(lambda b: b["arguments"][0].update(kind="pointer"), "body.arguments[0].kind")
+    refused(lambda b: b["outputs"][0].update(buffer="T1"), "body.outputs[0].buffer", "in sram")
+
+
+def test_addresses_inside_their_memory():
+    refused(lambda b: dma(b)["dma"].update(dst_base=0x10), "dma.dst_base", "command 1 (to_dm)", "outside sram")
+    refused(lambda b: dma(b)["dma"].update(src_base=-64), "dma.src_base", "outside dram")
+    refused(lambda b: dma(b)["dma"]["loops"][0].update(src=-(1 << 40)), "dma.src_base", "the walk reaches")
+    refused(lambda b: exec_command(b)["fetch"].update(base=0), "fetch.base", "outside DM")
+    refused(lambda b: exec_command(b)["fetch"]["time"].extend([{"memory": 1, "size": 1, "stride": 0}] * 40),
+            "fetch", "41 entries; a sequencer table holds 8")  # fmt: skip
+    refused(lambda b: exec_command(b)["fetch"]["packet"][0].update(size=1 << 20), "fetch.entries[0]")
+    refused(lambda b: exec_command(b)["fetch"].update(access=3), "fetch.access", "3 bytes")
+
+
+def test_device_axes_and_identity():
+    refused(lambda b: b["device"].update(chip=0), "body.device.chip: 0 chips")
+    refused(lambda b: b["device"].update(pe=3), "body.device.pe: 3 PEs")
+    refused(lambda b: b["axes"].append(["a", 4]), "body.axes[1]", "axis name `a`")
+    refused(lambda b: b["axes"].append(["A", 4]), "body.axes[1]", "declared twice")
+    refused(lambda b: b["axes"].__setitem__(0, ["A", 0]), "body.axes[0]", "positive")
+    with pytest.raises(EdfError, match="not a kernel identity") as caught:
+        read_edf(rewrite(good_edf(), lambda b: b.update(identity="/../../tmp/x")))
+    assert caught.value.identity is None and str(caught.value).startswith("malformed EDF: body.identity: ")
+
+
+def test_commands_have_what_their_kind_needs():
+    refused(lambda b: dma(b).update(kind="teleport"), "body.streams.tdma[0].kind", "'teleport' is not one of")
+    refused(lambda b: dma(b).update(dma=None), "body.streams.tdma[0].dma", "needs its `dma` walk")
+    refused(lambda b: dma(b).update(outputs=[]), "a dma command reads at least 1")
+    refused(lambda b: dma(b).update(waits=[3]), "tdma[0].waits", "only a sync waits")
+    refused(lambda b: exec_command(b)["engines"].pop(0), "engines", "starts with its `fetch`")
+    refused(lambda b: exec_command(b)["engines"][4].update(op=7), "engines[4].op", "not a printed value")
+    refused(lambda b: exec_command(b)["engines"][0].update(time=5), "engines[0].time", "not a mapping")
+    refused(lambda b: exec_command(b).update(dma=dma(b)["dma"]), "a exec command has no `dma` walk")
+    refused(lambda b: b["streams"]["main"][0].update(engines=[{"stage": "fetch"}]), "a sync command has no engines")
+
+
+def test_memset_and_gather_walks():
+    def fill(body):
+        return next(c for s in body["streams"].values() for c in s if c["kind"] == "memset")["fill"]
+
+    def gather(body):
+        return next(c for s in body["streams"].values() for c in s if c["kind"] == "indirect")["indirect"]
+
+    def with_seed(edit, *fragments, kernel):
+        data = compile_kernel(kernel).edf
+        with pytest.raises(EdfError) as caught:
+            read_edf(rewrite(data, edit))
+        for fragment in fragments:
+            assert fragment in str(caught.value), str(caught.value)
+
+    with_seed(lambda b: fill(b).update(pattern=[]), "fill.pattern", kernel=seed_kernels.memset_zero)
+    with_seed(lambda b: fill(b).update(pattern=[256]), "fill.pattern", kernel=seed_kernels.memset_zero)
+    with_seed(lambda b: gather(b).update(divisor=0), "positive divisor", kernel=seed_kernels.gather_rows)
+    with_seed(lambda b: gather(b)["offsets"].pop(), "offsets for", kernel=seed_kernels.gather_rows)
+    with_seed(lambda b: gather(b).update(indexed="both"), "indirect.indexed", kernel=seed_kernels.gather_rows)
+    with_seed(lambda b: gather(b)["entries"].__setitem__(0, -4), "indirect.entries[0]", kernel=seed_kernels.gather_rows)
+
+
+def test_syncs_that_deadlock_are_refused():
+    refused(lambda b: b["streams"]["main"][0].update(waits=[7]), "main[0].waits", "waits for command 7", "deadlock")
+    refused(lambda b: b["streams"]["main"][0].update(waits=[3]), "waits for command 3")  # itself
+    # issuing one stream in program order is not a cycle (the simulator's own test reorders tdma so)
+    read_edf(rewrite(good_edf("gemm"), lambda b: b["streams"]["tdma"].sort(key=lambda c: c["index"])))
+
+
+def test_strings_with_control_characters_or_code_are_refused():
+    refused(lambda b: b["spans"][0].__setitem__(1, "k.py:1\x1b[2J"), "body.spans[0][1]", "control character")
+    error = refused(lambda b: b.update(compiler_version="0.1\x07"), "body.compiler_version")
+    assert "\x07" not in str(error) and "\\x07" in str(error)
+    refused(lambda b: exec_command(b)["engines"][4].update(op="FxpBinaryOp.__class__"), "engines[4]", "`__`")
+    refused(lambda b: b["buffers"][1]["levels"].__setitem__(3, "A % {8}"), "body.buffers[1].levels", "Python")
+    read_edf(rewrite(good_edf(), lambda b: b["buffers"][1]["levels"].__setitem__(1, "1 #{!} 2")))  # a pad marker
+
+
+def test_the_writer_refuses_what_the_reader_would():
+    result = compile_kernel(KERNELS["constant_add"])
+    lir = dataclasses.replace(result.lir, buffers=[dataclasses.replace(b) for b in result.lir.buffers])
+    lir.buffers[0].bytes = 1 << 60
+    with pytest.raises(EdfError, match=r"cannot write EDF: body\.buffers\[0\]\.bytes"):
+        write_edf(lir, compiler_version="0", cache_key="k")
+
+
+def test_the_body_of_the_good_edf_is_what_the_tests_edit():
+    body = body_of(good_edf())
+    assert [c["kind"] for c in body["streams"]["tdma"]] == ["dma", "sync", "dma"]
+    assert body["streams"]["main"][0]["kind"] == "sync" and exec_command(body)["engines"][4]["stage"] == "vector_fxp"
