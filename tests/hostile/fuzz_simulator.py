@@ -21,6 +21,7 @@ if __name__ == "__main__":
 import contextlib
 import io
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -87,7 +88,10 @@ def main(examples: int, budget: int) -> dict[str, int]:
             return
         tally["ran"] += 1
 
-    one()
+    try:
+        one()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     return tally
 
 

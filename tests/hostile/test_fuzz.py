@@ -11,9 +11,9 @@ import math
 import os
 import shutil
 import string
-import tempfile
 from pathlib import Path
 
+import pytest
 from example_kernels import KERNELS
 from hostile import seed_kernels
 from hostile.mutations import EDGE_TEXT, damaged, edf_body, edf_bytes, texts, values
@@ -55,9 +55,9 @@ def compiled() -> list:
     return [compile_kernel(kernel) for kernel in SEEDS]
 
 
-@functools.cache
-def folder() -> Path:
-    return Path(tempfile.mkdtemp(prefix="furiosa-fuzz-"))
+@pytest.fixture
+def folder(tmp_path) -> Path:
+    return tmp_path
 
 
 # ---- EDF -------------------------------------------------------------------------------------------------
@@ -126,9 +126,9 @@ def damaged_visa(draw):
     return ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
 
 
-def test_fuzz_visa_parser():
+def test_fuzz_visa_parser(folder):
     """`load_visa` (the parser behind `compile --visa`), and the compile of what it accepts."""
-    path = folder() / "k.visa"
+    path = folder / "k.visa"
 
     @fuzz(300)
     @given(st.one_of(damaged_visa(), st.binary(max_size=300), st.text(max_size=300).map(str.encode)))
@@ -163,10 +163,10 @@ json_values = st.recursive(
 )
 
 
-def test_fuzz_schedule_loader():
+def test_fuzz_schedule_loader(folder):
     """`load_schedule`, and every analysis of what it accepts (summary, diff, critical path, gaps, the
     Perfetto export as strict JSON)."""
-    path = folder() / "s.json"
+    path = folder / "s.json"
 
     @fuzz(300)
     @given(st.one_of(damaged(schedules()).map(json.dumps), json_values.map(json.dumps), st.text(max_size=200)))
@@ -241,9 +241,9 @@ def pyprojects(draw) -> bytes:
     return "\n".join(lines).encode("utf-8", "surrogatepass") + b"\n"
 
 
-def test_fuzz_pyproject():
+def test_fuzz_pyproject(folder):
     """`locate` (every pyproject.toml from the directory up), `select` and the packages' modules."""
-    workspace = folder() / "ws"
+    workspace = folder / "ws"
 
     @fuzz(200)
     @given(pyprojects())
