@@ -57,6 +57,7 @@ class Rngd:
     # ---- DMA (moving-tensors/dma-engine.md, tensor/memory.rs)
     dma_sram_write_align: int = 8  # DMA_SRAM_WRITE_WIDTH
     dma_max_packet_bytes: int = 4096
+    dma_max_loops: int = 6  # nested loops per side of one external DMA descriptor
     dma_burst_bytes: int = 256
     dma_startup_cycles: int = 500
     dma_engines_per_chip: int = 8

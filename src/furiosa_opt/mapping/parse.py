@@ -208,6 +208,10 @@ class _Parser:
         raise self.fail(token, f"unknown axis `{token.text}`: declare it with `{token.text} = axes(...)`")
 
     def evaluate(self, token: Token) -> Any:
+        """A `{…}` expression, evaluated in a kernel module's own namespace (it has `__builtins__`); a
+        mapping read from a file (resolved against a plain table of axes) is never evaluated."""
+        if "__builtins__" not in self.globals:
+            raise self.fail(token, f"`{{{token.text}}}` is evaluated only in a kernel's module, not in a file's text")
         try:
             return eval(token.text, self.globals, self.locals)
         except Exception as error:

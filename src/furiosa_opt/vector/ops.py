@@ -14,6 +14,7 @@ per VE pass) and which value starts a reduction (:func:`reduce_identity`).
 
 from __future__ import annotations
 
+import ast
 import functools
 import math
 import re
@@ -767,10 +768,24 @@ _OP_TEXT = re.compile(r"[A-Z][A-Za-z0-9]*\.[A-Za-z_][A-Za-z0-9_]*(\(.*\))*(\.[a-
 
 def parse_op(text: str) -> object:
     """An op value from its printed form (`FxpBinaryOp.AddFxp`, `FpBinaryOp.MulF(FpMulAlu.Mul0)`), as
-    vISA text and EDF engine configs carry it. Only this module's names are reachable."""
+    vISA text and EDF engine configs carry it. The text comes from files, so it is checked node by node
+    before it is evaluated: this module's public names, their public attributes, calls and constants."""
     if not _OP_TEXT.match(text):
         raise ValueError(f"`{text}` is not a Vector Engine op value")
     try:
-        return eval(text, {name: globals()[name] for name in __all__} | {"__builtins__": {}})
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        raise ValueError(f"`{text}` is not a Vector Engine op value") from None
+    for node in ast.walk(tree):
+        allowed = (
+            isinstance(node, ast.Expression | ast.Call | ast.Load | ast.keyword | ast.UnaryOp | ast.USub | ast.Tuple)
+            or (isinstance(node, ast.Name) and node.id in __all__)
+            or (isinstance(node, ast.Attribute) and not node.attr.startswith("_"))
+            or (isinstance(node, ast.Constant) and isinstance(node.value, int | float | bool | type(None)))
+        )
+        if not allowed:
+            raise ValueError(f"`{text}` is not a Vector Engine op value (`{ast.unparse(node)}` is not allowed)")
+    try:
+        return eval(compile(tree, "<op>", "eval"), {name: globals()[name] for name in __all__} | {"__builtins__": {}})
     except Exception as error:
         raise ValueError(f"unknown Vector Engine op value `{text}`: {error}") from None

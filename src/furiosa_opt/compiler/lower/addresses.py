@@ -28,8 +28,6 @@ from furiosa_opt.mapping.refine import SubDigit, refine
 from furiosa_opt.mapping.relayout import position_of
 from furiosa_opt.mapping.sequencer import Mode, max_access, sequence
 
-MAX_DMA_LOOPS = 6  # limits per side of the external DMA descriptor
-
 
 @dataclass(frozen=True)
 class Layout:
@@ -123,10 +121,10 @@ def dma_loops(src: Layout, dst: Layout, what: str, whole: bool = True) -> tuple[
     # A move is split over the DMA engines by chip, cluster and slice (an aggregate: one descriptor per
     # engine, bases apart), so only the loops inside a slice's or chip's memory fill a descriptor.
     inner = [loop for loop in loops if not (src.spatial(loop.src) or dst.spatial(loop.dst))]
-    if len(inner) > MAX_DMA_LOOPS:
+    if len(inner) > RNGD.dma_max_loops:
         raise VerifyError(
             "dma-loops",
-            f"{what}: the DMA needs {len(inner)} nested loops inside a slice, a descriptor holds {MAX_DMA_LOOPS}",
+            f"{what}: the DMA needs {len(inner)} nested loops inside a slice, a descriptor holds {RNGD.dma_max_loops}",
             notes=("keep more axes in the same order on both sides so that loops merge",),
         )
     return to_bytes(packet, dst.dtype, what), loops
