@@ -70,7 +70,7 @@ def _read(file: Path, root: Path) -> _Module:
     parts = file.relative_to(root).with_suffix("").parts
     module = _Module(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     try:
-        tree = ast.parse(file.read_text(), str(file))
+        tree = cache.parse_source(file)  # a file that is not UTF-8 text is a SyntaxError too
     except SyntaxError:  # reported by the pre-step if a target imports it; Python will refuse it anyway
         return module
     inner: set[int] = set()  # ids of the `a.b` inside `a.b.c`: only the whole name is a read
