@@ -62,6 +62,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/host_round_trip.py
 	$(BIN)/python benchmarks/transformer.py
 	$(BIN)/python benchmarks/lm_head.py
+	$(BIN)/python benchmarks/transformer_decode.py
 	$(BIN)/python benchmarks/compile.py
 	$(BIN)/python benchmarks/compile_scaling.py
 	$(BIN)/python benchmarks/schedule.py
