@@ -60,7 +60,7 @@ fuzz: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/cpu_backend.py
 	$(BIN)/python benchmarks/host_round_trip.py
-	$(BIN)/python benchmarks/transformer.py
+	$(BIN)/python benchmarks/transformer_shapes.py
 	$(BIN)/python benchmarks/lm_head.py
 	$(BIN)/python benchmarks/transformer_decode.py
 	$(BIN)/python benchmarks/compile.py

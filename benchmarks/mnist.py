@@ -7,7 +7,7 @@ back (the weights stay in HBM, uploaded once, untimed); the reference computes t
 image at a time, in the kernel's fold order and roundings. Every side's logits must equal the reference's bit
 for bit before it is timed. Each figure is the best of `--repeats` passes. The figure of merit is how many
 times fewer images per second a backend classifies than the reference (`numpy / backend` in images per
-second); the targets are ≤ 5× for the CPU backend (as `transformer.py`'s launches) and ≤ 10× for the simulator,
+second); the targets are ≤ 5× for the CPU backend (as `transformer_shapes.py`'s launches) and ≤ 10× for the simulator,
 which also walks the binary's DMA descriptors and sequencers. The batched reference (all images in one call)
 and forward's simulated makespan are printed for scale, without a target.
 """

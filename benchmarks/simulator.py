@@ -1,6 +1,6 @@
 """Simulator speed: kernels run from their EDF on the TCP simulator against the same launches on the CPU backend.
 
-gemm (512 × 512 × 64) and the three transformer-shaped kernels of `transformer.py`, each launched with
+gemm (512 × 512 × 64) and the three transformer-shaped kernels of `transformer_shapes.py`, each launched with
 `FURIOSA_OPT_BACKEND=npu` (HBM tensors in the simulated device's memory, the EDF compiled in this process
 beforehand, untimed) and on the CPU backend. On each backend the output must equal numpy's bit for bit
 before that backend is timed, so the two also agree with each other. Each side is the best of several
@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 from common import best_of, duration, launch_npu, machine, npu_backend, numpy_gemm, row, same_bits
-from transformer import Case, cases, output, uniform_bf16
+from transformer_shapes import Case, cases, output, uniform_bf16
 
 from base_template.kernel.gemm_kernel import I, J, K, gemm_kernel
 from furiosa_opt import Context, HbmTensor, HostTensor, bf16, launch, m

@@ -8,18 +8,12 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
 
-# This folder holds `transformer.py` (the transformer-shaped kernel benchmark) and comes first on sys.path: put it
-# last, so that `transformer` names the example package while `common` is still found.
-HERE = str(Path(__file__).resolve().parent)
-sys.path[:] = [p for p in sys.path if p and Path(p).resolve() != Path(HERE)] + [HERE]
+from common import machine, npu_backend, row
 
-from common import machine, npu_backend, row  # noqa: E402
-
-from furiosa_opt import Context, launch  # noqa: E402
-from furiosa_opt.runtime import launch_here  # noqa: E402
-from transformer.host import Decoder, ReferenceDecoder, random_model  # noqa: E402
+from furiosa_opt import Context, launch
+from furiosa_opt.runtime import launch_here
+from transformer.host import Decoder, ReferenceDecoder, random_model
 
 PROMPT, NEW = [1, 2], 2
 TARGETS = {"CPU backend": 5.0, "simulator": 10.0}
