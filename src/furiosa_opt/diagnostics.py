@@ -86,7 +86,16 @@ def _instructions(code: types.CodeType) -> tuple[dis.Instruction, ...]:
 
 
 class FuriosaOptError(Exception):
-    """Base of the errors furiosa-opt raises on purpose; `location` is the user's line when known."""
+    """Base of the errors furiosa-opt raises on purpose; `location` is the user's line when known.
+
+    Examples:
+        >>> I = axes(I=8)
+        >>> try:
+        ...     m["I / 3"]
+        ... except FuriosaOptError as error:                # every error raised on purpose
+        ...     print(type(error).__name__)
+        MappingSyntaxError
+    """
 
     location: Location | None = None
 
@@ -95,7 +104,13 @@ class VerifyError(FuriosaOptError):
     """A program that breaks a static rule of the hardware or of the vISA.
 
     `rule` is a stable kebab-case code (`collect-packet-mismatch`), `message` says what is wrong in the
-    user's terms, `notes` add help lines; `location` is the user's line that asked for it."""
+    user's terms, `notes` add help lines; `location` is the user's line that asked for it.
+
+    Examples:
+        >>> error = VerifyError("collect-packet-mismatch", "Collect packet mismatch")
+        >>> error.rule, str(error).splitlines()[0]
+        ('collect-packet-mismatch', 'error[collect-packet-mismatch]: Collect packet mismatch')
+    """
 
     def __init__(self, rule: str, message: str, notes: tuple[str, ...] = (), location: Location | None = None):
         self.rule, self.message, self.notes = rule, message, tuple(notes)

@@ -168,18 +168,92 @@ def _float(name: str, bits: int, storage: type) -> DType:
 
 
 i4 = _int("i4", 4, np.int8, -8, 7)
+"""Signed 4-bit integer: two per byte on the wire, staged as i4.
+
+Examples:
+    >>> i4.int_range, i4.bits
+    ((-8, 7), 4)
+"""
 # i5 / i9 are the zero-point-subtracted stagings: the wire carries i4 / i8, the staging one more bit.
 i5 = _int("i5", 4, np.int8, -16, 15, staging=8)
+"""Signed 5-bit staging of an i4 wire value after `fetch_zero_point_sub`; no tensor holds it.
+
+Examples:
+    >>> i5.int_range, i5.bits, i5.staging_bits        # an i4 on the wire, one more bit staged
+    ((-16, 15), 4, 8)
+"""
 i8 = _int("i8", 8, np.int8, -(2**7), 2**7 - 1)
+"""Signed 8-bit integer.
+
+Examples:
+    >>> i8.int_range, i8.storage
+    ((-128, 127), dtype('int8'))
+"""
 i9 = _int("i9", 8, np.int16, -256, 255, staging=16)
+"""Signed 9-bit staging of an i8 wire value after `fetch_zero_point_sub`; no tensor holds it.
+
+Examples:
+    >>> i9.int_range, i9.bits, i9.staging_bits        # an i8 on the wire, one more bit staged
+    ((-256, 255), 8, 16)
+"""
 i16 = _int("i16", 16, np.int16, -(2**15), 2**15 - 1)
+"""Signed 16-bit integer.
+
+Examples:
+    >>> i16.int_range
+    (-32768, 32767)
+"""
 i32 = _int("i32", 32, np.int32, -(2**31), 2**31 - 1)
+"""Signed 32-bit integer: the Vector Engine's integer type (fixed-point ops wrap or saturate).
+
+Examples:
+    >>> i32.int_range, i32.bits
+    ((-2147483648, 2147483647), 32)
+"""
 u8 = _int("u8", 8, np.uint8, 0, 255)
+"""Unsigned 8-bit integer.
+
+Examples:
+    >>> u8.int_range, u8.storage
+    ((0, 255), dtype('uint8'))
+"""
 f32 = _float("f32", 32, np.float32)
+"""IEEE single precision: the Vector Engine's float type and the Contraction Engine's accumulator.
+
+Examples:
+    >>> f32.bits, f32.is_float, f32.storage
+    (32, True, dtype('float32'))
+"""
 bf16 = _float("bf16", 16, ml_dtypes.bfloat16)
+"""bfloat16: f32's range with 8 bits of mantissa, the usual operand type of a contraction.
+
+Examples:
+    >>> float(bf16.to_f32(bf16.from_f32(3.14159)))   # 8 bits of mantissa
+    3.140625
+    >>> bf16.bits, bf16.is_float
+    (16, True)
+"""
 f8e4m3 = _float("f8e4m3", 8, ml_dtypes.float8_e4m3fn)
+"""8-bit float, 4 exponent and 3 mantissa bits (no infinities), for weights and activations.
+
+Examples:
+    >>> float(f8e4m3.to_f32(f8e4m3.from_f32(0.3)))   # 3 bits of mantissa
+    0.3125
+"""
 f8e5m2 = _float("f8e5m2", 8, ml_dtypes.float8_e5m2)
+"""8-bit float, 5 exponent and 2 mantissa bits, f16's range at lower precision.
+
+Examples:
+    >>> float(f8e5m2.to_f32(f8e5m2.from_f32(0.3)))   # 2 bits of mantissa
+    0.3125
+"""
 f4e2m1 = _float("f4e2m1", 4, ml_dtypes.float4_e2m1fn)
+"""4-bit float, 2 exponent and 1 mantissa bit: two per byte; the fetch adapter widens it by table lookup.
+
+Examples:
+    >>> f4e2m1.bits, float(f4e2m1.to_f32(f4e2m1.from_f32(2.6)))   # two per byte on the wire
+    (4, 3.0)
+"""
 
 ALL_DTYPES: tuple[DType, ...] = (i4, i5, i8, i9, i16, i32, u8, f32, bf16, f8e4m3, f8e5m2, f4e2m1)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}

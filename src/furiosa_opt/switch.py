@@ -41,6 +41,12 @@ class SwitchConfig:
         SwitchConfig.TransposedBroadcast1(slice1=8, slice0=8)
         SwitchConfig.CustomBroadcast(ring_size=4)         # routing derived from the mappings
         SwitchConfig.Forwarding                           # no exchange (skipping `.switch` is the same)
+
+    Examples:
+        >>> SwitchConfig.Broadcast1(slice1=4, slice0=64)   # `.switch(config, slice, time)`
+        SwitchConfig.Broadcast1(slice1=4, slice0=64)
+        >>> SwitchConfig.Forwarding                       # no exchange
+        SwitchConfig.Forwarding
     """
 
     kind: str

@@ -22,7 +22,20 @@ class ExecutionContext:
 
 
 class DmaContext(ExecutionContext):
-    """`ctx.tdma` (on-chip tensor DMA) or `ctx.pdma` (PCIe DMA between host and HBM)."""
+    """`ctx.tdma` (on-chip tensor DMA) or `ctx.pdma` (PCIe DMA between host and HBM).
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def copy(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])   # ctx.tdma: HBM -> DM
+        ...     return dm.to_hbm(ctx.tdma, m["A"])
+        >>> x = HostTensor.from_numpy(np.arange(2048, dtype=np.int32), i32, m[A])
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(copy, ctx, x.to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool((y == np.arange(2048)).all())
+        True
+    """
 
 
 def expect_context(given: object, allowed: tuple[str, ...], what: str) -> None:

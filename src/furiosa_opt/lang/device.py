@@ -45,6 +45,14 @@ class Context:
 
         with Context.acquire() as ctx:
             out = launch(kernel, ctx, x.to_hbm(ctx.pdma))
+
+    Examples:
+        >>> A = axes(A=64)
+        >>> with Context.acquire() as ctx:                       # one holder at a time
+        ...     hbm = HostTensor.from_numpy(np.arange(64, dtype=np.int32), i32, m[A]).to_hbm(ctx.pdma)
+        ...     back = hbm.to_host(ctx.pdma).to_numpy()
+        >>> ctx, bool((back == np.arange(64)).all())
+        (Context(main, sub, tdma, pdma), True)
     """
 
     _lock = threading.Lock()
@@ -87,7 +95,15 @@ _SINGLETON = Context()
 
 @dataclass(frozen=True, slots=True)
 class Device:
-    """The NPU a kernel is compiled for: `chip` chips of `pe` processing elements each."""
+    """The NPU a kernel is compiled for: `chip` chips of `pe` processing elements each.
+
+    Examples:
+        >>> @device(chip=1, pe=8)
+        ... def noop(ctx: Context):
+        ...     pass
+        >>> noop.device
+        Device(chip=1, pe=8)
+    """
 
     chip: int = 1
     pe: int = 8
@@ -100,7 +116,24 @@ class Parameter:
 
 
 class DeviceFunction:
-    """A `@device` kernel: call it through `launch(kernel, ctx, *tensors)`."""
+    """A `@device` kernel: call it through `launch(kernel, ctx, *tensors)`.
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def copy(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])   # 256 slices, 8 elements each
+        ...     return dm.to_hbm(ctx.tdma, m["A"])
+        >>> x = HostTensor.from_numpy(np.arange(2048, dtype=np.int32), i32, m[A])
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(copy, ctx, x.to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool((y == np.arange(2048)).all())
+        True
+        >>> copy.device
+        Device(chip=1, pe=8)
+        >>> [p.name for p in copy.parameters]
+        ['ctx', 'x']
+    """
 
     def __init__(self, fn: Callable, device: Device):
         self.fn, self.device = fn, device
@@ -188,7 +221,31 @@ def _read_signature(fn: Callable, where: Location) -> tuple[list[Parameter], tup
 
 
 def device(fn: Callable | None = None, *, chip: int = 1, pe: int = 8) -> Any:
-    """Mark a module-level function as a kernel: `@device` or `@device(chip=1, pe=8)`."""
+    """Mark a module-level function as a kernel: `@device` or `@device(chip=1, pe=8)`.
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def add_one(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     out = (
+        ...         ctx.main.begin(dm.view())
+        ...         .fetch(m["1"], m["A % 8"])
+        ...         .collect(m["1"], m["A % 8"])
+        ...         .vector_init()
+        ...         .vector_intra_slice_tag(TagMode.Zero)
+        ...         .vector_fxp(FxpBinaryOp.AddFxp, 1)
+        ...         .vector_final()
+        ...         .commit_trim(m["A % 8"])
+        ...         .commit(m["A % 8"])
+        ...     )
+        ...     return out.to_hbm(ctx.tdma, m["A"])
+        >>> x = HostTensor.from_numpy(np.arange(2048, dtype=np.int32), i32, m[A])
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(add_one, ctx, x.to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> y[:4]
+        array([1, 2, 3, 4], dtype=int32)
+    """
 
     def wrap(function: Callable) -> DeviceFunction:
         where = definition(function)
@@ -220,6 +277,29 @@ def launch(kernel: DeviceFunction, ctx: Context, *args: object) -> Any:
         out = HostTensor.zeros(bf16, m["S"]).to_hbm(ctx.pdma)
         launch(store, ctx, x, out.view_mut())
         out.to_host(ctx.pdma).to_numpy()   # what the kernel wrote
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def add_one(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     out = (
+        ...         ctx.main.begin(dm.view())
+        ...         .fetch(m["1"], m["A % 8"])
+        ...         .collect(m["1"], m["A % 8"])
+        ...         .vector_init()
+        ...         .vector_intra_slice_tag(TagMode.Zero)
+        ...         .vector_fxp(FxpBinaryOp.AddFxp, 1)
+        ...         .vector_final()
+        ...         .commit_trim(m["A % 8"])
+        ...         .commit(m["A % 8"])
+        ...     )
+        ...     return out.to_hbm(ctx.tdma, m["A"])
+        >>> x = HostTensor.from_numpy(np.arange(2048, dtype=np.int32), i32, m[A])
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(add_one, ctx, x.to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> y[:4]
+        array([1, 2, 3, 4], dtype=int32)
     """
     if not isinstance(kernel, DeviceFunction):
         raise VerifyError("launch-kernel", f"launch needs a @device function, got {kernel!r}")

@@ -58,7 +58,14 @@ def _refused(what: str) -> VerifyError:
 
 
 class Scalar:
-    """A runtime scalar: a device loop index or an expression over indices (`i * 16`, `i == 0`)."""
+    """A runtime scalar: a device loop index or an expression over indices (`i * 16`, `i == 0`).
+
+    Examples:
+        >>> i = Scalar("index", ("%0", 4))              # what tracing hands a kernel for `device_range(4)`
+        >>> offset = select(i == 0, 0, i * 8)
+        >>> sorted(set(offset.values()))
+        [0, 8, 16, 24]
+    """
 
     def __init__(self, op: str, args: tuple):
         self.op, self.args = op, args
@@ -225,6 +232,10 @@ def device_range(count: int) -> Iterator[int | Scalar]:
 
         for i in device_range(4):
             rows = table.view().tile(i * 64, m["R"], 64, m["R = 64 # 256"])
+
+    Examples:
+        >>> [i * 16 for i in device_range(4)]       # the CPU backend runs the loop; a kernel keeps it
+        [0, 16, 32, 48]
     """
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise VerifyError("device-loop", f"device_range takes a positive trip count, got {count!r}")
@@ -267,6 +278,14 @@ def when(condition: bool | Scalar) -> Iterator[None]:
 
         for _ in when(i == 0):
             first_pass(ctx, x)
+
+    Examples:
+        >>> taken = []
+        >>> for i in device_range(4):
+        ...     for _ in when(i % 2 == 0):
+        ...         taken.append(i)
+        >>> taken
+        [0, 2]
     """
     if not isinstance(condition, Scalar):
         if condition:
@@ -289,6 +308,10 @@ def select(condition: bool | Scalar, then: int | Scalar, otherwise: int | Scalar
     """A runtime value chosen by a condition (upstream's `if cond { a } else { b }` as an expression).
 
     offset = select(i == 0, 0, 16)
+
+    Examples:
+        >>> [select(i == 0, 0, 16 - i) for i in device_range(3)]
+        [0, 15, 14]
     """
     if isinstance(condition, Scalar):
         return Scalar("sel", (condition, then, otherwise))

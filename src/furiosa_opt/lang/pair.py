@@ -31,6 +31,32 @@ class VectorPair:
         pair = ctx.main.begin_interleaved(a.view(), b.view(), I).fetch(m["I"], m["A % 8"]) \\
             .collect(m["I"], m["A % 8"]).vector_init().vector_intra_slice_unzip(I, m["1 # 2"], m["1"])
         pair.vector_fxp(FxpBinaryOp.MulInt, 2, None).vector_clip_zip(ClipBinaryOpI32.AddFxp)
+
+    Examples:
+        >>> A, I = axes(A=2048, I=2)
+        >>> In, Out = HbmTensor[i8, m["1"], m["A"]], HbmTensor[i32, m["1"], m["A"]]
+        >>> @device
+        ... def add(ctx: Context, a: In, b: In) -> Out:
+        ...     a_dm = a.to_dm(ctx.tdma, m["1 # 2"], m["A / 8"], m["A % 8"])
+        ...     b_dm = b.to_dm(ctx.tdma, m["1 # 2"], m["A / 8"], m["A % 8"])
+        ...     out = DmTensor.new(i32, m["1"], m["1 # 2"], m["A / 8"], m["A % 8"])
+        ...     (
+        ...         ctx.main.begin_interleaved(a_dm.view(), b_dm.view(), I)    # I = 0: a, I = 1: b
+        ...         .fetch(m["I"], m["A % 8"]).fetch_cast(i32).collect(m["I"], m["A % 8"])
+        ...         .vector_init()
+        ...         .vector_intra_slice_unzip(I, m["1 # 2"], m["1"])           # a VectorPair: g0 = a, g1 = b
+        ...         .vector_clip_zip(ClipBinaryOpI32.AddFxp)                  # one stream again: a + b
+        ...         .vector_final()
+        ...         .commit_trim(m["A % 8"])
+        ...         .commit_view(out.view_mut())                              # into the DmTensorViewMut
+        ...     )
+        ...     return out.to_hbm(ctx.tdma, m["A"])
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = HostTensor.rand(i8, m[A], rng), HostTensor.rand(i8, m[A], rng)
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(add, ctx, a.to_hbm(ctx.pdma), b.to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool((y == a.to_numpy().astype(np.int32) + b.to_numpy()).all())
+        True
     """
 
     def __init__(self, g0, g1, stage: str, way: int, used: frozenset):

@@ -40,6 +40,29 @@ class TuContext(ExecutionContext):
     """`ctx.main` or `ctx.sub`: starts Tensor Unit pipelines with `begin(dm_view)`.
 
     stream = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"])
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def add_one(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     out = (
+        ...         ctx.main.begin(dm.view())
+        ...         .fetch(m["1"], m["A % 8"])
+        ...         .collect(m["1"], m["A % 8"])
+        ...         .vector_init()
+        ...         .vector_intra_slice_tag(TagMode.Zero)
+        ...         .vector_fxp(FxpBinaryOp.AddFxp, 1)
+        ...         .vector_final()
+        ...         .commit_trim(m["A % 8"])
+        ...         .commit(m["A % 8"])
+        ...     )
+        ...     return out.to_hbm(ctx.tdma, m["A"])
+        >>> x = HostTensor.from_numpy(np.arange(2048, dtype=np.int32), i32, m[A])
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(add_one, ctx, x.to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> y[:4]
+        array([1, 2, 3, 4], dtype=int32)
     """
 
     @user_facing

@@ -33,7 +33,14 @@ from furiosa_opt.verify import memory as verify_memory
 
 
 class TensorType:
-    """What an annotation such as `HbmTensor[bf16, Chip, m["I, K"]]` names."""
+    """What an annotation such as `HbmTensor[bf16, Chip, m["I, K"]]` names.
+
+    Examples:
+        >>> I, K = axes(I=4, K=8)
+        >>> t = HbmTensor[bf16, m["1"], m["I, K"]]
+        >>> t.size()                                          # 32 bf16 values
+        64
+    """
 
     def __init__(self, cls: type[Tensor], dtype: DType, params: tuple[Mapping, ...]):
         self.cls, self.dtype, self.params = cls, dtype, params
@@ -217,6 +224,14 @@ class HostTensor(Tensor):
     Its buffer holds every position of the mapping in wire order, padding included, as upstream's
     `HostTensor<D, Element>`: `from_vec` / `into_vec` / `from_buf` / `to_buf` read and write that buffer;
     `from_numpy` / `to_numpy` go through the logical array (one dimension per axis).
+
+    Examples:
+        >>> I, K = axes(I=2, K=3)
+        >>> t = HostTensor.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3), bf16, m["I, K"])
+        >>> t
+        HostTensor[bf16, m["I, K"]]
+        >>> t.to_numpy().tolist(), t.to_vec().tolist()   # the logical array and the wire buffer
+        ([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], [0.0, 1.0, 2.0, 3.0, 4.0, 5.0])
     """
 
     levels = ("element",)
@@ -519,7 +534,19 @@ def _scattered(source: DmTensor, index: Tensor, output: object, key: Mapping, sc
 
 
 class HbmTensor(Tensor):
-    """A tensor in HBM: `HbmTensor[bf16, Chip, Element]`."""
+    """A tensor in HBM: `HbmTensor[bf16, Chip, Element]`.
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> HbmTensor[i32, m["1"], m["A"]]                  # an annotation: chip mapping, element mapping
+        HbmTensor[i32, m["1"], m["A"]]
+        >>> HbmTensor[i32, m["1"], m["A"]].size()           # bytes in device memory
+        8192
+        >>> with Context.acquire() as ctx:
+        ...     hbm = HostTensor.from_numpy(np.arange(2048, dtype=np.int32), i32, m[A]).to_hbm(ctx.pdma)
+        ...     print(hbm, hbm.to_host(ctx.pdma).to_numpy()[:3])
+        HbmTensor[i32, m["1"], m["A"]] [0 1 2]
+    """
 
     levels = ("chip", "element")
     kind = "hbm"
@@ -611,7 +638,20 @@ class HbmTensor(Tensor):
 
 
 class DmTensor(Tensor):
-    """A tensor in the data memory of the slices: `DmTensor[bf16, Chip, Cluster, Slice, Element]`."""
+    """A tensor in the data memory of the slices: `DmTensor[bf16, Chip, Cluster, Slice, Element]`.
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def copy(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])   # 256 slices, 8 elements each
+        ...     return dm.to_hbm(ctx.tdma, m["A"])
+        >>> x = HostTensor.from_numpy(np.arange(2048, dtype=np.int32), i32, m[A])
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(copy, ctx, x.to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool((y == np.arange(2048)).all())
+        True
+    """
 
     levels = ("chip", "cluster", "slice", "element")
     kind = "dm"
@@ -699,14 +739,40 @@ def _reshaped(tensor: Tensor | TensorView, params: tuple[Mapping, ...]) -> Tenso
 
 
 class TrfTensor(Tensor):
-    """Tensor register file contents: `TrfTensor[bf16, Chip, Cluster, Slice, Lane, Element]`."""
+    """Tensor register file contents: `TrfTensor[bf16, Chip, Cluster, Slice, Lane, Element]`.
+
+    Examples:
+        >>> J, K = axes(J=32, K=64)
+        >>> TrfTensor[bf16, m["1"], m["1 # 2"], m["1 # 256"], m["J % 8"], m["J / 8 % 4, K"]]
+        TrfTensor[bf16, m["1"], m["1 # 2"], m["1 # 256"], m["J % 8"], m["J / 8 % 4, K"]]
+    """
 
     levels = ("chip", "cluster", "slice", "lane", "element")
     kind = "trf"
 
 
 class VrfTensor(Tensor):
-    """Vector register file contents (i32/f32): `VrfTensor[i32, Chip, Cluster, Slice, Element]`."""
+    """Vector register file contents (i32/f32): `VrfTensor[i32, Chip, Cluster, Slice, Element]`.
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> T = HbmTensor[i32, m["1"], m["A"]]
+        >>> @device
+        ... def mul(ctx: Context, a: T, b: T) -> T:
+        ...     a_dm = a.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     b_dm = b.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     b_vrf = ctx.sub.begin(b_dm.view()).fetch(m["1"], m["A % 8"]).collect(m["A % 8 / 8"], m["A % 8 % 8"])
+        ...     b_vrf = b_vrf.to_vrf(m["A % 8"])
+        ...     s = ctx.main.begin(a_dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"]).vector_init()
+        ...     s = s.vector_intra_slice_tag(TagMode.Zero).vector_fxp(FxpBinaryOp.MulInt, b_vrf).vector_final()
+        ...     return s.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+        >>> v = np.arange(2048, dtype=np.int32)
+        >>> with Context.acquire() as ctx:
+        ...     a, b = (HostTensor.from_numpy(v, i32, m[A]).to_hbm(ctx.pdma) for _ in range(2))
+        ...     y = launch(mul, ctx, a, b).to_host(ctx.pdma).to_numpy()
+        >>> bool((y == v * v).all())
+        True
+    """
 
     levels = ("chip", "cluster", "slice", "element")
     kind = "vrf"
@@ -939,6 +1005,14 @@ class HbmTensorView(TensorView):
 
     row = table.view().tile(3, m["C"], 1, m["1 # 64, H"])   # on the host: row 3 of a [C, H] table
     launch(copy_row, ctx, row, out.view_mut().tile(5, m["C"], 1, m["1 #{!} 64, H"]))
+
+    Examples:
+        >>> R, H = axes(R=4, H=64)
+        >>> table = HostTensor.from_numpy(np.arange(256, dtype=np.int32).reshape(4, 64), i32, m["R, H"])
+        >>> with Context.acquire() as ctx:
+        ...     row = table.to_hbm(ctx.pdma).view().tile(2, m["R"], 1, m["1 # 4, H"])   # row 2 of the table
+        >>> row
+        HbmTensorView(element=m["1 # 4, H"], window=128, base=HbmTensor[i32, m["1"], m["R, H"]])
     """
 
     levels = ("chip", "element")
@@ -962,6 +1036,19 @@ class HbmTensorViewMut(TensorView):
         @device
         def store(ctx: Context, x: HbmTensor[bf16, Chip, m["S"]], out: HbmTensorViewMut[bf16, Chip, m["S"]]):
             x.to_dm(ctx.tdma, Cluster, Slice, m["S"]).view().to_hbm_view(ctx.tdma, out)
+
+    Examples:
+        >>> S = axes(S=2048)
+        >>> @device
+        ... def store(ctx: Context, x: HbmTensor[i32, m["1"], m["S"]], out: HbmTensorViewMut[i32, m["1"], m["S"]]):
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["S / 8 # 256"], m["S % 8"])
+        ...     dm.view().to_hbm_view(ctx.tdma, out)                     # writes the caller's tensor in place
+        >>> with Context.acquire() as ctx:
+        ...     out = HostTensor.zeros(i32, m[S]).to_hbm(ctx.pdma)
+        ...     x = HostTensor.from_numpy(np.arange(2048, dtype=np.int32), i32, m[S]).to_hbm(ctx.pdma)
+        ...     launch(store, ctx, x, out.view_mut())
+        ...     print(out.to_host(ctx.pdma).to_numpy()[:3])
+        [0 1 2]
     """
 
     writable = True
@@ -993,7 +1080,31 @@ class _DmLevels(TensorView):
 
 
 class DmTensorView(_DmLevels):
-    """A read view of a DM tensor (`DmTensor.view()`), the input of `ctx.main.begin(...)`."""
+    """A read view of a DM tensor (`DmTensor.view()`), the input of `ctx.main.begin(...)`.
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def add_one(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     out = (
+        ...         ctx.main.begin(dm.view())
+        ...         .fetch(m["1"], m["A % 8"])
+        ...         .collect(m["1"], m["A % 8"])
+        ...         .vector_init()
+        ...         .vector_intra_slice_tag(TagMode.Zero)
+        ...         .vector_fxp(FxpBinaryOp.AddFxp, 1)
+        ...         .vector_final()
+        ...         .commit_trim(m["A % 8"])
+        ...         .commit(m["A % 8"])
+        ...     )
+        ...     return out.to_hbm(ctx.tdma, m["A"])
+        >>> x = HostTensor.from_numpy(np.arange(2048, dtype=np.int32), i32, m[A])
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(add_one, ctx, x.to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> y[:4]
+        array([1, 2, 3, 4], dtype=int32)
+    """
 
     levels = ("chip", "cluster", "slice", "element")
 
@@ -1047,7 +1158,34 @@ class DmTensorView(_DmLevels):
 
 
 class DmTensorViewMut(_DmLevels):
-    """A write view of a DM tensor (`DmTensor.view_mut()`), the target of `commit_view` and `to_dm_view`."""
+    """A write view of a DM tensor (`DmTensor.view_mut()`), the target of `commit_view` and `to_dm_view`.
+
+    Examples:
+        >>> A, I = axes(A=2048, I=2)
+        >>> In, Out = HbmTensor[i8, m["1"], m["A"]], HbmTensor[i32, m["1"], m["A"]]
+        >>> @device
+        ... def add(ctx: Context, a: In, b: In) -> Out:
+        ...     a_dm = a.to_dm(ctx.tdma, m["1 # 2"], m["A / 8"], m["A % 8"])
+        ...     b_dm = b.to_dm(ctx.tdma, m["1 # 2"], m["A / 8"], m["A % 8"])
+        ...     out = DmTensor.new(i32, m["1"], m["1 # 2"], m["A / 8"], m["A % 8"])
+        ...     (
+        ...         ctx.main.begin_interleaved(a_dm.view(), b_dm.view(), I)    # I = 0: a, I = 1: b
+        ...         .fetch(m["I"], m["A % 8"]).fetch_cast(i32).collect(m["I"], m["A % 8"])
+        ...         .vector_init()
+        ...         .vector_intra_slice_unzip(I, m["1 # 2"], m["1"])           # a VectorPair: g0 = a, g1 = b
+        ...         .vector_clip_zip(ClipBinaryOpI32.AddFxp)                  # one stream again: a + b
+        ...         .vector_final()
+        ...         .commit_trim(m["A % 8"])
+        ...         .commit_view(out.view_mut())                              # into the DmTensorViewMut
+        ...     )
+        ...     return out.to_hbm(ctx.tdma, m["A"])
+        >>> rng = np.random.default_rng(0)
+        >>> a, b = HostTensor.rand(i8, m[A], rng), HostTensor.rand(i8, m[A], rng)
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(add, ctx, a.to_hbm(ctx.pdma), b.to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool((y == a.to_numpy().astype(np.int32) + b.to_numpy()).all())
+        True
+    """
 
     writable = True
     levels = ("chip", "cluster", "slice", "element")

@@ -19,11 +19,21 @@ if TYPE_CHECKING:
 
 
 class MappingError(FuriosaOptError, ValueError):
-    """A mapping that cannot be built or an algebra operation that does not apply."""
+    """A mapping that cannot be built or an algebra operation that does not apply.
+
+    Examples:
+        >>> issubclass(MappingSyntaxError, MappingError), issubclass(MappingError, FuriosaOptError)
+        (True, True)
+    """
 
 
 class PadKind(IntEnum):
-    """Padding kinds ordered by strictness, as upstream's derived `Ord` orders them."""
+    """Padding kinds ordered by strictness, as upstream's derived `Ord` orders them.
+
+    Examples:
+        >>> sorted([PadKind.TOP, PadKind.BOTTOM, PadKind.ZERO])
+        [<PadKind.BOTTOM: 0>, <PadKind.ZERO: 1>, <PadKind.TOP: 2>]
+    """
 
     BOTTOM = 0  # inaccessible: reads and writes are undefined (write holes of `view_mut` tiles)
     ZERO = 1  # accessible, known to hold zero
@@ -44,7 +54,13 @@ _AXIS_NAME = re.compile(r"[A-Z][A-Za-z0-9_]*\Z")
 
 @dataclass(frozen=True, slots=True)
 class Axis:
-    """A named tensor dimension with a fixed size, declared by `axes(...)`."""
+    """A named tensor dimension with a fixed size, declared by `axes(...)`.
+
+    Examples:
+        >>> K = axes(K=64)
+        >>> K.name, K.size, m["K / 16"].size
+        ('K', 64, 4)
+    """
 
     name: str
     size: int
@@ -54,7 +70,15 @@ class Axis:
 
 
 def axes(**sizes: int) -> Axis | tuple[Axis, ...]:
-    """Declare axes: `I, J = axes(I=512, J=512)`; a single keyword returns a single axis."""
+    """Declare axes: `I, J = axes(I=512, J=512)`; a single keyword returns a single axis.
+
+    Examples:
+        >>> I, J = axes(I=512, J=64)
+        >>> I, J.size
+        (Axis(I=512), 64)
+        >>> axes(K=16)
+        Axis(K=16)
+    """
     if not sizes:
         raise MappingError("axes() needs at least one `Name=size`")
     declared = []
@@ -179,6 +203,14 @@ class Mapping:
     `m["I / 32, J % 8"]` builds one. Equality and hashing follow the canonical factor form, so two
     spellings of the same layout compare equal (`m["B / 64, B % 64"] == m["B"]`). Mappings produced by
     the algebra (split, carve, …) have no source text and print their canonical form.
+
+    Examples:
+        >>> I = axes(I=512)
+        >>> tile = m["I / 32, I % 32"]
+        >>> tile == m["I"], tile.size, sorted(tile.axis_names)
+        (True, 512, ['I'])
+        >>> tile.cell(33)                              # position 33 holds element I = 33
+        Cell(index={'I': 33})
     """
 
     __slots__ = ("__dict__", "factors", "node")
@@ -239,7 +271,14 @@ class Mapping:
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """One buffer position: `kind` is "index" (live, with `index`), "padding" (with `padding`) or "oob"."""
+    """One buffer position: `kind` is "index" (live, with `index`), "padding" (with `padding`) or "oob".
+
+    Examples:
+        >>> A = axes(A=6)
+        >>> padded = m["A # 8"]
+        >>> padded.cell(5), padded.cell(7), padded.cell(9)
+        (Cell(index={'A': 5}), Cell(padding='top'), Cell(oob))
+    """
 
     kind: str
     index: dict[str, int] | None = None

@@ -36,7 +36,18 @@ from furiosa_opt.mapping.expr import (
 
 
 class MappingSyntaxError(MappingError):
-    """A malformed mapping expression; names the text, the 1-based column and what was expected."""
+    """A malformed mapping expression; names the text, the 1-based column and what was expected.
+
+    Examples:
+        >>> I = axes(I=64)
+        >>> try:
+        ...     m["I / "]
+        ... except MappingSyntaxError as error:
+        ...     print(error)
+        invalid mapping `I / ` at column 5: expected a number after the operator, found the end of the mapping
+          I /
+              ^
+    """
 
     def __init__(self, text: str, column: int, reason: str):
         self.text, self.column, self.reason = text, column, reason
@@ -278,3 +289,13 @@ def _node_of(item: Any) -> Node:
 
 
 m = _MappingLiteral()
+"""The mapping literal: `m["I / 32, J % 8"]` parses a mapping expression whose axis names resolve in
+the caller's scope (an `Axis` object works too: `m[I]`).
+
+Examples:
+    >>> I = axes(I=512)
+    >>> m["I / 32, I % 32"] == m["I"]          # the same layout, split in two
+    True
+    >>> m["I % 8 # 16"].size                    # 8 live positions padded to 16
+    16
+"""

@@ -104,7 +104,14 @@ class Alu(_RustEnum):
 
 
 class FpMulAlu(_RustEnum):
-    """Which float ALU a ``FpBinaryOp.MulF`` runs on: FpMul0, FpMul1 or FpFma."""
+    """Which float ALU a ``FpBinaryOp.MulF`` runs on: FpMul0, FpMul1 or FpFma.
+
+    Examples:
+        >>> FpBinaryOp.MulF(FpMulAlu.Fma)                # the multiply runs on the FMA unit
+        FpBinaryOp.MulF(FpMulAlu.Fma)
+        >>> [alu.name for alu in FpMulAlu]
+        ['Mul0', 'Mul1', 'Fma']
+    """
 
     Mul0 = auto()
     Mul1 = auto()
@@ -122,7 +129,22 @@ _FP_MUL_ALU = {FpMulAlu.Mul0: Alu.FpMul0, FpMulAlu.Mul1: Alu.FpMul1, FpMulAlu.Fm
 
 
 class LogicBinaryOpI32(_RustEnum):
-    """Logic cluster ops on an i32 stream. Shift amounts are masked to ``b & 31``."""
+    """Logic cluster ops on an i32 stream. Shift amounts are masked to ``b & 31``.
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def op(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     s = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"]).vector_init()
+        ...     s = s.vector_intra_slice_tag(TagMode.Zero).vector_logic(LogicBinaryOpI32.BitAnd, 0xFF).vector_final()
+        ...     return s.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+        >>> v = np.arange(-1024, 1024, dtype=np.int32)
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(op, ctx, HostTensor.from_numpy(v, i32, m[A]).to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool(np.array_equal(y, v & 0xFF))
+        True
+    """
 
     BitAnd = auto()
     BitOr = auto()
@@ -133,7 +155,22 @@ class LogicBinaryOpI32(_RustEnum):
 
 
 class LogicBinaryOpF32(_RustEnum):
-    """Logic cluster ops on an f32 stream: bitwise on the 32-bit patterns."""
+    """Logic cluster ops on an f32 stream: bitwise on the 32-bit patterns.
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def op(ctx: Context, x: HbmTensor[f32, m["1"], m["A"]]) -> HbmTensor[f32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     s = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"]).vector_init()
+        ...     s = s.vector_intra_slice_tag(TagMode.Zero).vector_logic(LogicBinaryOpF32.BitXor, -0.0).vector_final()
+        ...     return s.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+        >>> v = np.linspace(-2, 2, 2048, dtype=np.float32)
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(op, ctx, HostTensor.from_numpy(v, f32, m[A]).to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool(np.array_equal(y, -v))
+        True
+    """
 
     BitAnd = auto()
     BitOr = auto()
@@ -141,7 +178,22 @@ class LogicBinaryOpF32(_RustEnum):
 
 
 class FxpBinaryOp(_RustEnum):
-    """Fxp cluster ops on an i32 stream (``ArithRightShiftRound`` has no CPU implementation upstream)."""
+    """Fxp cluster ops on an i32 stream (``ArithRightShiftRound`` has no CPU implementation upstream).
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def op(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     s = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"]).vector_init()
+        ...     s = s.vector_intra_slice_tag(TagMode.Zero).vector_fxp(FxpBinaryOp.MulInt, 3).vector_final()
+        ...     return s.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+        >>> v = np.arange(-1024, 1024, dtype=np.int32)
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(op, ctx, HostTensor.from_numpy(v, i32, m[A]).to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool(np.array_equal(y, v * 3))
+        True
+    """
 
     AddFxp = auto()
     AddFxpSat = auto()
@@ -157,7 +209,24 @@ class FxpBinaryOp(_RustEnum):
 
 
 class FpUnaryOp(_RustEnum):
-    """Float cluster unary ops on an f32 stream (``Erf`` has no CPU implementation upstream)."""
+    """Float cluster unary ops on an f32 stream (``Erf`` has no CPU implementation upstream).
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def op(ctx: Context, x: HbmTensor[f32, m["1"], m["A"]]) -> HbmTensor[f32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     s = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"]).vector_init()
+        ...     s = s.vector_intra_slice_tag(TagMode.Zero).vector_narrow_split(m["A % 8 / 4"], m["A % 4"])
+        ...     s = s.vector_fp_unary(FpUnaryOp.Sqrt)
+        ...     s = s.vector_widen_concat(m["1"], m["A % 8"]).vector_final()
+        ...     return s.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+        >>> v = np.linspace(0, 4, 2048, dtype=np.float32)
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(op, ctx, HostTensor.from_numpy(v, f32, m[A]).to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool(np.array_equal(y, np.sqrt(v)))
+        True
+    """
 
     Exp = auto()
     NegExp = auto()
@@ -175,6 +244,22 @@ class FpBinaryOp:
     """Float cluster binary ops: ``FpBinaryOp.AddF``, ``.SubF``, ``.DivF`` and ``.MulF(FpMulAlu.X)``.
 
     A value type rather than an ``Enum`` because ``MulF`` carries the ALU it runs on, as in Rust.
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def op(ctx: Context, x: HbmTensor[f32, m["1"], m["A"]]) -> HbmTensor[f32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     s = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"]).vector_init()
+        ...     s = s.vector_intra_slice_tag(TagMode.Zero).vector_narrow_split(m["A % 8 / 4"], m["A % 4"])
+        ...     s = s.vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), 0.5)
+        ...     s = s.vector_widen_concat(m["1"], m["A % 8"]).vector_final()
+        ...     return s.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+        >>> v = np.linspace(-2, 2, 2048, dtype=np.float32)
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(op, ctx, HostTensor.from_numpy(v, f32, m[A]).to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool(np.array_equal(y, v * np.float32(0.5)))
+        True
     """
 
     kind: str
@@ -222,19 +307,56 @@ FpBinaryOp.DivF = FpBinaryOp("DivF")
 
 
 class FpTernaryOp(_RustEnum):
-    """Float cluster ternary op: ``FmaF`` = ``a * b + c`` with a single rounding."""
+    """Float cluster ternary op: ``FmaF`` = ``a * b + c`` with a single rounding.
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def op(ctx: Context, x: HbmTensor[f32, m["1"], m["A"]]) -> HbmTensor[f32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     s = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"]).vector_init()
+        ...     s = s.vector_intra_slice_tag(TagMode.Zero).vector_narrow_split(m["A % 8 / 4"], m["A % 4"])
+        ...     s = s.vector_fp_ternary(FpTernaryOp.FmaF, (2.0, 1.0))
+        ...     s = s.vector_widen_concat(m["1"], m["A % 8"]).vector_final()
+        ...     return s.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+        >>> v = np.linspace(-2, 2, 2048, dtype=np.float32)
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(op, ctx, HostTensor.from_numpy(v, f32, m[A]).to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool(np.array_equal(y, v * np.float32(2) + np.float32(1)))
+        True
+    """
 
     FmaF = auto()
 
 
 class FpDivBinaryOp(_RustEnum):
-    """The FpDiv stage's op (implicit in ``vector_fp_div``): ``a / b`` on the ReduceFpDiv ALU."""
+    """The FpDiv stage's op (implicit in ``vector_fp_div``): ``a / b`` on the ReduceFpDiv ALU.
+
+    Examples:
+        >>> list(FpDivBinaryOp)                          # the one op of `vector_fp_div(divisor)`
+        [FpDivBinaryOp.DivF]
+    """
 
     DivF = auto()
 
 
 class ClipBinaryOpI32(_RustEnum):
-    """Clip cluster ops on an i32 stream."""
+    """Clip cluster ops on an i32 stream.
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def op(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     s = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"]).vector_init()
+        ...     s = s.vector_intra_slice_tag(TagMode.Zero).vector_clip(ClipBinaryOpI32.Min, 100).vector_final()
+        ...     return s.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+        >>> v = np.arange(-1024, 1024, dtype=np.int32)
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(op, ctx, HostTensor.from_numpy(v, i32, m[A]).to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool(np.array_equal(y, np.minimum(v, 100)))
+        True
+    """
 
     Min = auto()
     Max = auto()
@@ -245,7 +367,22 @@ class ClipBinaryOpI32(_RustEnum):
 
 
 class ClipBinaryOpF32(_RustEnum):
-    """Clip cluster ops on an f32 stream."""
+    """Clip cluster ops on an f32 stream.
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def op(ctx: Context, x: HbmTensor[f32, m["1"], m["A"]]) -> HbmTensor[f32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     s = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"]).vector_init()
+        ...     s = s.vector_intra_slice_tag(TagMode.Zero).vector_clip(ClipBinaryOpF32.Max, 0.0).vector_final()
+        ...     return s.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+        >>> v = np.linspace(-2, 2, 2048, dtype=np.float32)
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(op, ctx, HostTensor.from_numpy(v, f32, m[A]).to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool(np.array_equal(y, np.maximum(v, np.float32(0))))
+        True
+    """
 
     Min = auto()
     Max = auto()
@@ -255,7 +392,12 @@ class ClipBinaryOpF32(_RustEnum):
 
 
 class IntraSliceReduceOpI32(_RustEnum):
-    """Intra-slice reduce ops on an i32 stream."""
+    """Intra-slice reduce ops on an i32 stream.
+
+    Examples:
+        >>> [op.name for op in IntraSliceReduceOpI32]
+        ['AddSat', 'Max', 'Min']
+    """
 
     AddSat = auto()
     Max = auto()
@@ -263,7 +405,12 @@ class IntraSliceReduceOpI32(_RustEnum):
 
 
 class IntraSliceReduceOpF32(_RustEnum):
-    """Intra-slice reduce ops on an f32 stream."""
+    """Intra-slice reduce ops on an f32 stream.
+
+    Examples:
+        >>> [op.name for op in IntraSliceReduceOpF32]    # `.vector_intra_slice_reduce(op, axis, time, packet)`
+        ['Add', 'Max', 'Min']
+    """
 
     Add = auto()
     Max = auto()
@@ -271,7 +418,12 @@ class IntraSliceReduceOpF32(_RustEnum):
 
 
 class InterSliceReduceOpI32(_RustEnum):
-    """Inter-slice reduce ops on an i32 stream (``Add`` wraps)."""
+    """Inter-slice reduce ops on an i32 stream (``Add`` wraps).
+
+    Examples:
+        >>> [op.name for op in InterSliceReduceOpI32]
+        ['Add', 'AddSat', 'Max', 'Min']
+    """
 
     Add = auto()
     AddSat = auto()
@@ -280,7 +432,12 @@ class InterSliceReduceOpI32(_RustEnum):
 
 
 class InterSliceReduceOpF32(_RustEnum):
-    """Inter-slice reduce ops on an f32 stream."""
+    """Inter-slice reduce ops on an f32 stream.
+
+    Examples:
+        >>> [op.name for op in InterSliceReduceOpF32]    # `.vector_inter_slice_reduce(op, slice, time)`
+        ['Add', 'Max', 'Min', 'Mul']
+    """
 
     Add = auto()
     Max = auto()
@@ -292,7 +449,23 @@ class InterSliceReduceOpF32(_RustEnum):
 
 
 class BinaryArgMode(_RustEnum):
-    """``ModeXY`` computes ``op(argX, argY)`` with 0 = the stream, 1 = operand0. Default: ``Mode01``."""
+    """``ModeXY`` computes ``op(argX, argY)`` with 0 = the stream, 1 = operand0. Default: ``Mode01``.
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> @device
+        ... def op(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     s = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"]).vector_init()
+        ...     s = s.vector_intra_slice_tag(TagMode.Zero)
+        ...     s = s.vector_fxp_with_mode(FxpBinaryOp.SubFxp, BinaryArgMode.Mode10, 5).vector_final()
+        ...     return s.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+        >>> v = np.arange(-1024, 1024, dtype=np.int32)
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(op, ctx, HostTensor.from_numpy(v, i32, m[A]).to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool(np.array_equal(y, 5 - v))
+        True
+    """
 
     Mode00 = auto()
     Mode01 = auto()
@@ -304,6 +477,10 @@ class TernaryArgMode(_RustEnum):
     """``ModeXYZ`` computes ``op(argX, argY, argZ)`` with 0 = stream, 1 = operand0, 2 = operand1.
 
     Default: ``Mode012``.
+
+    Examples:
+        >>> [mode.name for mode in TernaryArgMode][:3]      # Mode012 = op(stream, operand0, operand1)
+        ['Mode012', 'Mode002', 'Mode102']
     """
 
     Mode012 = auto()
@@ -316,7 +493,12 @@ class TernaryArgMode(_RustEnum):
 
 
 class LaneMode(_RustEnum):
-    """Where the contraction's Lane Folder relocates the ``Lane`` axis (into OutPacket or OutTime)."""
+    """Where the contraction's Lane Folder relocates the ``Lane`` axis (into OutPacket or OutTime).
+
+    Examples:
+        >>> [mode.name for mode in LaneMode]              # `.contract_lane(LaneMode.Interleaved, time, packet)`
+        ['Interleaved', 'Sequential']
+    """
 
     Interleaved = auto()
     Sequential = auto()
@@ -340,6 +522,24 @@ class Cmp:
 
     The boundary ``v`` is a Python ``int`` or ``float``; it is checked against the stream's scalar when
     the comparison runs (an ``i32`` stream needs an ``int``).
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> less = TagMode.Comparison((Cmp.Less(0.0), Cmp.False_, Cmp.False_, Cmp.False_))
+        >>> negative = TagGuard.matches((BitReq.One, BitReq.Ignore, BitReq.Ignore, BitReq.Ignore))
+        >>> @device
+        ... def op(ctx: Context, x: HbmTensor[f32, m["1"], m["A"]]) -> HbmTensor[f32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     s = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"]).vector_init()
+        ...     s = s.vector_intra_slice_tag(less).vector_narrow_split(m["A % 8 / 4"], m["A % 4"])
+        ...     s = s.vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), Branched.imm(negative, 0.0))
+        ...     s = s.vector_widen_concat(m["1"], m["A % 8"]).vector_final()
+        ...     return s.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+        >>> v = np.linspace(-2, 2, 2048, dtype=np.float32)
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(op, ctx, HostTensor.from_numpy(v, f32, m[A]).to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool(np.array_equal(y, np.where(v < 0, np.float32(0), v)))
+        True
     """
 
     kind: str
@@ -402,6 +602,24 @@ class TagMode:
     * ``TagMode.Comparison((c0, c1, c2, c3))``: bit ``i`` is set where ``ci`` holds.
     * ``TagMode.AxisToggle(axis)``: bit 3 = coordinate along ``axis`` mod 2 (``axis`` is a mapping
       ``Axis`` or its name). Runs on the CPU backend but is rejected by the upstream compiler.
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> less = TagMode.Comparison((Cmp.Less(0.0), Cmp.False_, Cmp.False_, Cmp.False_))
+        >>> negative = TagGuard.matches((BitReq.One, BitReq.Ignore, BitReq.Ignore, BitReq.Ignore))
+        >>> @device
+        ... def op(ctx: Context, x: HbmTensor[f32, m["1"], m["A"]]) -> HbmTensor[f32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     s = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"]).vector_init()
+        ...     s = s.vector_intra_slice_tag(less).vector_narrow_split(m["A % 8 / 4"], m["A % 4"])
+        ...     s = s.vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), Branched.imm(negative, 0.0))
+        ...     s = s.vector_widen_concat(m["1"], m["A % 8"]).vector_final()
+        ...     return s.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+        >>> v = np.linspace(-2, 2, 2048, dtype=np.float32)
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(op, ctx, HostTensor.from_numpy(v, f32, m[A]).to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool(np.array_equal(y, np.where(v < 0, np.float32(0), v)))
+        True
     """
 
     kind: str
@@ -451,7 +669,12 @@ TagMode.Zero = TagMode("Zero")
 
 
 class BitReq(_RustEnum):
-    """What a guard asks of one tag bit: ``One``, ``Zero``, or ``Ignore`` (unconstrained)."""
+    """What a guard asks of one tag bit: ``One``, ``Zero``, or ``Ignore`` (unconstrained).
+
+    Examples:
+        >>> TagGuard.matches((BitReq.One, BitReq.Zero, BitReq.Ignore, BitReq.Ignore))  # bit 0 set, bit 1 clear
+        TagGuard.matches((BitReq.One, BitReq.Zero, BitReq.Ignore, BitReq.Ignore))
+    """
 
     One = auto()
     Zero = auto()
@@ -471,6 +694,12 @@ class TagGuard:
         TagGuard.not_matches((BitReq.One, BitReq.Ignore, BitReq.Ignore, BitReq.Ignore))
         TagGuard.all()      # every element: a pass's `else`
         TagGuard.group(1)   # bit 3 set
+
+    Examples:
+        >>> TagGuard.group(1)                            # bit 3 set: pair-mode group 1
+        TagGuard.matches((BitReq.Ignore, BitReq.Ignore, BitReq.Ignore, BitReq.One))
+        >>> TagGuard.all()                               # every element
+        TagGuard.all()
     """
 
     bits: tuple[BitReq, BitReq, BitReq, BitReq] = _ANY
@@ -557,6 +786,24 @@ class Branched:
 
         Branched.imm(negative, 1.0).rf(TagGuard.all(), scale_vrf)     # negatives: 1.0; the rest: the VRF
         Branched.imm(nonzero, (-2.0, 10.0))                          # a ternary slot: its two operands
+
+    Examples:
+        >>> A = axes(A=2048)
+        >>> less = TagMode.Comparison((Cmp.Less(0.0), Cmp.False_, Cmp.False_, Cmp.False_))
+        >>> negative = TagGuard.matches((BitReq.One, BitReq.Ignore, BitReq.Ignore, BitReq.Ignore))
+        >>> @device
+        ... def op(ctx: Context, x: HbmTensor[f32, m["1"], m["A"]]) -> HbmTensor[f32, m["1"], m["A"]]:
+        ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+        ...     s = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"]).vector_init()
+        ...     s = s.vector_intra_slice_tag(less).vector_narrow_split(m["A % 8 / 4"], m["A % 4"])
+        ...     s = s.vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), Branched.imm(negative, 0.0))
+        ...     s = s.vector_widen_concat(m["1"], m["A % 8"]).vector_final()
+        ...     return s.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+        >>> v = np.linspace(-2, 2, 2048, dtype=np.float32)
+        >>> with Context.acquire() as ctx:
+        ...     y = launch(op, ctx, HostTensor.from_numpy(v, f32, m[A]).to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+        >>> bool(np.array_equal(y, np.where(v < 0, np.float32(0), v)))
+        True
     """
 
     imms: tuple = ()  # (guard, value) per immediate slot, in order
@@ -630,6 +877,25 @@ class _StashOperand:
 
 
 Stash = _StashOperand()
+"""The operand that reads what `vector_stash` wrote earlier in the same Vector Engine pass: once, at the
+scalar type and way it was written in (upstream's `Stash`).
+
+Examples:
+    >>> A = axes(A=2048)
+    >>> @device
+    ... def op(ctx: Context, x: HbmTensor[f32, m["1"], m["A"]]) -> HbmTensor[f32, m["1"], m["A"]]:
+    ...     dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
+    ...     s = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"]).vector_init()
+    ...     s = s.vector_intra_slice_tag(TagMode.Zero).vector_narrow_split(m["A % 8 / 4"], m["A % 4"])
+    ...     s = s.vector_stash().vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), Stash)
+    ...     s = s.vector_widen_concat(m["1"], m["A % 8"]).vector_final()
+    ...     return s.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+    >>> v = np.linspace(-2, 2, 2048, dtype=np.float32)
+    >>> with Context.acquire() as ctx:
+    ...     y = launch(op, ctx, HostTensor.from_numpy(v, f32, m[A]).to_hbm(ctx.pdma)).to_host(ctx.pdma).to_numpy()
+    >>> bool(np.array_equal(y, v * v))
+    True
+"""
 
 
 # ---- static tables -------------------------------------------------------------------------------
