@@ -8,6 +8,8 @@
 | `FURIOSA_OPT_DEVICE` | `sim` (the TCP simulator) or `rngd` (hardware: not supported by this build) | `sim` | no |
 | `FURIOSA_OPT_SKIP_PRESTEP` | `1`: the wrapper runs its command without compiling (a test hook) | unset | no |
 | `FURIOSA_OPT_SIM_MEMORY` | host memory the simulator may plan to use (`512M`, `4G`) | `sim_memory_budget` | no |
+| `FURIOSA_OPT_PROFILE` | `info`, `debug`: launches log spans (or upstream's `TUC_PROFILE_LEVEL`) | `off` | no |
+| `FURIOSA_OPT_PROFILE_OUT` | a file: launches write a Perfetto trace of the simulated run there | unset | no |
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 from pathlib import Path
 
 SCHEDULERS = ("list", "inorder")
+PROFILE_LEVELS = ("off", "info", "debug", "trace")  # upstream's `trace` records what `debug` does here
 BACKENDS = ("cpu", "npu")
 DEVICES = ("sim", "rngd")
 KEY_VARIABLES = ("FURIOSA_OPT_SCHEDULER",)
@@ -95,6 +98,25 @@ def sim_memory_budget() -> int:
         if limit != resource.RLIM_INFINITY:
             budget = min(budget, limit // 2)
     return budget
+
+
+def profile_level() -> str:
+    """How much NPU launches record: `FURIOSA_OPT_PROFILE`, else upstream's `TUC_PROFILE_LEVEL` (any case)."""
+    for name in ("FURIOSA_OPT_PROFILE", "TUC_PROFILE_LEVEL"):
+        value = os.environ.get(name, "").strip().lower()
+        if value:
+            if value not in PROFILE_LEVELS:
+                raise EnvError(f"{name}={value!r} is not one of {', '.join(PROFILE_LEVELS)}")
+            return value
+    return "off"
+
+
+def profile_out() -> Path | None:
+    """Where NPU launches write their Perfetto trace (`FURIOSA_OPT_PROFILE_OUT`), or None."""
+    value = os.environ.get("FURIOSA_OPT_PROFILE_OUT", "").strip()
+    if "\0" in value:
+        raise EnvError("FURIOSA_OPT_PROFILE_OUT holds a NUL character")
+    return Path(value).resolve() if value else None
 
 
 def skip_prestep() -> bool:

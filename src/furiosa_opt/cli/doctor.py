@@ -7,6 +7,7 @@ workspace and its cache — marked `ok`, `note` or `problem`; any problem makes 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import platform
 import shutil
@@ -17,7 +18,7 @@ from pathlib import Path
 from furiosa_opt import __version__, env
 from furiosa_opt.cli.compile import targets
 from furiosa_opt.compiler import cache
-from furiosa_opt.compiler.workspace import WorkspaceError, locate, select
+from furiosa_opt.compiler.workspace import Package, WorkspaceError, locate, select
 from furiosa_opt.files import printable
 
 REQUIRED = ("numpy", "ml_dtypes", "msgpack", "rich")
@@ -81,9 +82,16 @@ def _workspace(report: Report, names: list[str]) -> None:
         workspace = locate(Path.cwd())
         packages = select(workspace, names)
     except WorkspaceError as error:
-        report.line("note", "workspace", f"none usable here ({error})")
+        if error.diagnostic.code == "no-package":
+            report.line("note", "workspace", f"none here ({error})")
+        else:  # a pyproject.toml that does not parse or holds a wrong value, a package without its sources
+            span = next(iter(error.diagnostic.spans), None)
+            where = f"{span.file}:{span.line}: " if span is not None else ""
+            report.line("problem", "workspace", printable(f"{where}{error}"))
         return
     report.line("ok", "workspace", f"{workspace.root} ({', '.join(p.name for p in packages) or 'no packages'})")
+    for package in packages:
+        _installed(report, package)
     try:
         out = cache.out_dir(workspace.root)
     except env.EnvError as error:
@@ -101,6 +109,24 @@ def _workspace(report: Report, names: list[str]) -> None:
         except (cache.ArtifactError, OSError) as error:
             report.line("problem", "kernel", printable(f"{target.source.identity}: {error}"))
     report.line("ok", "kernels", f"{len(found)} found, {fresh} compiled and up to date, {len(found) - fresh} not")
+
+
+def _installed(report: Report, package: Package) -> None:
+    """Whether `python -m PKG.module` finds this package: installed, and importing from these sources."""
+    install = f"`pip install -e {package.root}`"
+    try:
+        metadata.distribution(package.name)
+        spec = importlib.util.find_spec(package.imports[0])
+    except (metadata.PackageNotFoundError, ImportError, ValueError):
+        report.line("problem", "installed", f"{package.name} is not installed: `python -m {package.imports[0]}."
+                    f"…` cannot find it; run {install}")  # fmt: skip
+        return
+    origin = Path(spec.origin or "").resolve() if spec is not None else None
+    if origin is None or not origin.is_relative_to(package.source.resolve()):
+        report.line("problem", "installed", printable(f"`import {package.imports[0]}` loads {origin}, not this "
+                    f"package's {package.source}; run {install}"))  # fmt: skip
+        return
+    report.line("ok", "installed", f"{package.name} (editable, from {package.source})")
 
 
 def _writable(folder: Path) -> bool:

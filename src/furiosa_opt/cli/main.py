@@ -19,7 +19,7 @@ from furiosa_opt.cli.new import run_new
 from furiosa_opt.cli.schedule import add_schedule_parser, run_schedule
 from furiosa_opt.cli.view import add_arguments as add_view_arguments
 from furiosa_opt.cli.view import run_view
-from furiosa_opt.cli.wrapper import WRAPPER_HELP, run_wrapper, split
+from furiosa_opt.cli.wrapper import SUMMARIES, WRAPPER_HELP, run_wrapper, split
 from furiosa_opt.env import EnvError
 
 
@@ -56,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     new.add_argument("name", metavar="NAME", help="directory and package name (`my-kernels` imports as my_kernels)")
     doctor = commands.add_parser("doctor", help="report Python, dependencies, device, output directory and cache")
     doctor.add_argument("-p", "--package", action="append", default=[], metavar="PKG")
+    for name, summary in SUMMARIES.items():  # listed for help and error messages; `split` routes them first
+        commands.add_parser(name, help=summary, add_help=False)
     return parser
 
 

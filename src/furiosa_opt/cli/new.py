@@ -3,7 +3,9 @@
 The template is `examples/base-template`: an installed wheel carries a copy as package data (see
 setup.py), a checkout reads the example itself. Every `base_template` / `base-template` in paths and
 text becomes the new package's import / distribution name, so its kernels, host programs and tests
-work at once (`cd NAME && pytest`).
+work at once (`cd NAME && pytest`). Only the template's own files are copied: in a checkout those git
+tracks, so what running the example leaves behind (`schedule.json`, `.benchmarks/`) stays out of every
+new package. `python -m NAME.gemm` needs the package installed, which `new` says (`pip install -e .`).
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import keyword
+import os
 import re
 import shutil
+import subprocess
 import sys
 from importlib import metadata, resources
 from pathlib import Path
@@ -22,6 +26,7 @@ from furiosa_opt.files import printable
 
 SKIP = shutil.ignore_patterns("*.egg-info", "__pycache__", ".pytest_cache", "target")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*\Z")
+_DESCRIPTION = re.compile(r"^description = .*$", re.MULTILINE)
 
 
 class NewError(Exception):
@@ -102,14 +107,40 @@ def create(name: str, parent: Path) -> Path:
         raise NewError(f"`{root}` already exists")
     staging = parent / f".{name}.new"
     shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(template(), staging, ignore=SKIP)
+    source = template()
+    for relative in template_files(source):
+        target = staging / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source / relative, target)
     (staging / "src" / "base_template").rename(staging / "src" / module)
     for path in staging.rglob("*"):
         if path.is_file() and path.suffix in {".py", ".toml", ".md"}:
             text = path.read_text()
             path.write_text(text.replace("base_template", module).replace("base-template", distribution))
+    project = staging / "pyproject.toml"
+    described = f'description = "RNGD kernels of {distribution}, written with furiosa-opt"'
+    project.write_text(_DESCRIPTION.sub(described, project.read_text(), count=1))
     staging.rename(root)  # the package appears whole or not at all
     return root
+
+
+def template_files(source: Path) -> list[Path]:
+    """The template's files, relative to it: those git tracks when it lies in a checkout (what following
+    the docs in the example leaves there is not the template), else every file but build leftovers."""
+    try:
+        listed = subprocess.run(["git", "-C", str(source), "ls-files", "-z", "--", "."],
+                                capture_output=True, check=True).stdout  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):  # no git, or not a checkout (an installed wheel's copy)
+        listed = b""
+    tracked = [Path(os.fsdecode(name)) for name in listed.split(b"\0") if name]
+    if tracked:
+        return sorted(p for p in tracked if (source / p).is_file())  # not one deleted in the work tree
+    found = []
+    for folder, directories, files in os.walk(source):
+        skipped = SKIP(folder, directories + files)
+        directories[:] = [d for d in directories if d not in skipped]
+        found += [Path(folder, f).relative_to(source) for f in files if f not in skipped]
+    return sorted(found)
 
 
 def run_new(options: argparse.Namespace) -> int:
@@ -131,5 +162,8 @@ def run_new(options: argparse.Namespace) -> int:
         print(f"error: furiosa-opt new: {printable(str(error))}", file=sys.stderr)
         return 1
     print(f"     Created kernel package `{options.name}` in {root}", file=sys.stderr)
-    print(f"        Next cd {options.name} && pytest && furiosa-opt compile", file=sys.stderr)
+    print(f"        Next cd {options.name} && pip install -e .", file=sys.stderr)
+    print(f"             (so that `python -m {module}.gemm` finds the package from anywhere)", file=sys.stderr)
+    print("        Then pytest (CPU backend), furiosa-opt test (NPU backend, on the simulator), furiosa-opt run gemm",
+          file=sys.stderr)  # fmt: skip
     return 0

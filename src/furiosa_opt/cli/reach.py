@@ -15,6 +15,7 @@ a name that cannot be read (`import_module(name)`, `__import__`, `sys.modules`) 
 from __future__ import annotations
 
 import ast
+import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -202,6 +203,33 @@ def run_files(target: str, packages: list[Package], cwd: Path) -> list[Path]:
     found = module_file(bins(packages).get(target, target), packages)
     path = cwd / target
     return [found] if found else [path.resolve()] if path.is_file() else []
+
+
+def unknown_program(target: str, packages: list[Package], cwd: Path) -> str | None:
+    """Why `run TARGET` would fail to start, or None: TARGET is no bin of the selected packages, no file,
+    and no module of theirs or of this Python. The message says what TARGET was looked up as and how
+    to name the program instead."""
+    named = bins(packages)
+    if target in named or (cwd / target).is_file() or module_file(target, packages):
+        return None
+    if not target.endswith(".py") and all(part.isidentifier() for part in target.split(".")):
+        try:
+            if importlib.util.find_spec(target.split(".")[0]) is not None:
+                return None  # another distribution's module (`run http.server`)
+        except (ImportError, ValueError):
+            pass
+    tables, owners = ", ".join(sorted(named)) or "none", ", ".join(p.name for p in packages) or "no package"
+    lines = [f"`{target}` is not a host program: looked up as a bin of [tool.furiosa-opt.bins] ({tables}), as "
+             f"a file under {cwd}, and as a module of {owners}"]  # fmt: skip
+    leaf = target.removesuffix(".py").split(".")[-1]
+    matches = [module for p in packages for module, _ in p.modules() if module.split(".")[-1] == leaf]
+    if matches:
+        lines.append(f"help: run the module by its full name: `furiosa-opt run {matches[0]}`")
+    package = next(iter(packages), None)
+    module = matches[0] if matches else f"{package.imports[0] if package else 'package'}.{leaf}"
+    where = f"{package.root / 'pyproject.toml'}" if package else "pyproject.toml"
+    lines.append(f'help: or declare it as a bin in {where}:  [tool.furiosa-opt.bins]  {leaf} = "{module}"')
+    return "\n".join(lines)
 
 
 def tested_files(args: list[str], cwd: Path) -> list[Path]:

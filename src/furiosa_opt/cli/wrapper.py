@@ -43,6 +43,17 @@ from furiosa_opt.compiler import cache
 from furiosa_opt.compiler.workspace import Package
 
 WRAPPED = ("run", "test", "bench", "build", "check", "doc", "python", "pytest")
+SUMMARIES = {
+    "run": "run a host program on the NPU backend (its kernels compiled first)",
+    "test": "run the package's tests on the NPU backend",
+    "bench": "run the package's benchmarks on the NPU backend",
+    "build": "compile every kernel of the selected packages",
+    "check": "compile and verify every kernel, writing nothing",
+    "doc": "write a kernel catalogue (signatures, makespans, schedules)",
+    "python": "run a python command line on the NPU backend",
+    "pytest": "run a pytest command line on the NPU backend",
+}
+"""One line per wrapped command, for the top-level help (`WRAPPER_HELP` gives their arguments)."""
 WRAPPER_HELP = """NPU builds of a command: furiosa-opt [-p|--package PKG]... <command> [args]
   run NAME|MODULE|FILE [args]  run a host program (NAME from [tool.furiosa-opt.bins]) on the NPU backend
   test [pytest args]           run the package's tests on the NPU backend
@@ -112,6 +123,9 @@ def _run(names: list[str], command: str, args: list[str], signals: _Signals) -> 
     if selected is None:
         return 1
     out, packages = selected
+    if command == "run" and not asks_help(args) and (problem := reach.unknown_program(args[0], packages, Path.cwd())):
+        print(f"error: furiosa-opt run: {problem}", file=sys.stderr)  # before compiling anything
+        return 2
     if command == "check":
         return _check(packages, report)
     if command == "doc":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import linecache
 import os
+import re
 import traceback
 from dataclasses import asdict, dataclass, field
 
@@ -79,10 +80,21 @@ def from_error(error: BaseException, stage: str, kernel: str | None) -> Diagnost
         note = f"in `{error.text}`, column {error.column}"
         return Diagnostic("mapping-syntax", f"invalid mapping: {error.reason}", stage, kernel, _spans(error), [note])
     if isinstance(error, FuriosaOptError):
-        return Diagnostic("error", str(error).splitlines()[0], stage, kernel, _spans(error))
+        return Diagnostic(error_code(error), str(error).splitlines()[0], stage, kernel, _spans(error))
     frame = _user_frame(error)
     spans = [Span(frame.filename, frame.lineno, (frame.colno or 0) + 1)] if frame else []
     return Diagnostic("python-error", f"{type(error).__name__}: {error}", stage, kernel, spans)
+
+
+def error_code(error: FuriosaOptError) -> str:
+    """A specific code for an error that names no rule: its class (`MappingError` → `mapping`) and, when
+    the message opens with the operation that refused (`carve: piece …`, `Unconsumed: …`), that too:
+    `mapping-carve`, `sequencer-unconsumed`."""
+    kind = re.sub(r"(?<!^)(?=[A-Z])", "-", type(error).__name__.removesuffix("Error")).lower() or "furiosa-opt"
+    operation = re.match(r"([A-Za-z][A-Za-z_]*):", str(error))
+    if operation is None:
+        return kind
+    return f"{kind}-{re.sub(r'(?<!^)(?=[A-Z])', '-', operation[1]).replace('_', '-').lower()}"
 
 
 def _spans(error: FuriosaOptError) -> list[Span]:

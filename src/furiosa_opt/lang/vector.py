@@ -61,6 +61,18 @@ class _Stashed:
 SPENT = "spent"  # the stash state once read: it cannot be written or read again this pass
 
 
+class VectorNotFinal(VerifyError, AttributeError):
+    """A Tensor Unit stream method asked of a stream still inside the Vector Engine. An AttributeError
+    too, so `hasattr(stream, "commit_trim")` stays False."""
+
+    def __init__(self, method: str):
+        super().__init__(
+            "vector-not-final",
+            f"a VectorStream must end with `vector_final()` before `{method}`",
+            notes=(f"s.vector_final().{method}(…) leaves the Vector Engine first",),
+        )
+
+
 class VectorStream:
     """A stream inside the Vector Engine: its tags, stage, way, the ALUs it has used, the stash (None,
     what was written, or spent) and whether the inter-slice reducer came first."""
@@ -77,6 +89,15 @@ class VectorStream:
     ):
         self.stream, self.tags, self.stage, self.way, self.used = stream, tags, stage, way, used
         self.stash, self.inter_first = stash, inter_first
+
+    def __getattr__(self, name: str) -> object:
+        """Refuse a stream method by name when `vector_final()` is missing, rather than as a bare
+        missing attribute (only called for names the VectorStream lacks)."""
+        from furiosa_opt.lang.stream import Stream  # stream.py builds VectorStreams: imported when needed
+
+        if not name.startswith("_") and callable(getattr(Stream, name, None)):
+            raise VectorNotFinal(name)
+        raise AttributeError(f"'VectorStream' object has no attribute '{name}'")
 
     def __repr__(self) -> str:
         return f"VectorStream({self.stage}, Way{self.way}, {self.stream!r})"

@@ -16,6 +16,7 @@ from furiosa_opt.compiler.edf import Tensor as Leaf
 from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import u8
 from furiosa_opt.lang.tensors import HbmTensor, TensorType, TensorView
+from furiosa_opt.runtime import profile
 from furiosa_opt.runtime.memory import DEVICE, DeviceBuf, upload
 
 _ANNOUNCED: list[bool] = []
@@ -39,6 +40,7 @@ def execute(identity: str, edf: Edf, leaves: list, returns: tuple[TensorType, ..
             fresh[buffer["name"]] = DeviceBuf(DEVICE.allocate(buffer["bytes"]), u8)
             dram[buffer["name"]] = fresh[buffer["name"]].device_bytes()
     sim.execute(edf, dram)
+    profile.record(edf)
     results = []
     for t, out in zip(returns, edf.outputs, strict=True):
         home = bound.get(out.buffer) or fresh[out.buffer]
