@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test lint browser bench clean
+.PHONY: demo test lint browser bench clean docs
 
 $(STAMP): pyproject.toml examples/base-template/pyproject.toml examples/vector-kernels/pyproject.toml examples/mnist/pyproject.toml examples/transformer/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ lint: $(STAMP)
 
 test: browser lint
 	$(BIN)/python -m pytest
+
+# The documentation site (mkdocs.yml): strict, so a broken link, anchor or docstring fails the build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+	@echo "site: target/site/index.html"
 
 # The viewer's browser tests drive Debian's Chromium (never a downloaded browser build) and fail without
 # it, so a fresh machine gets it here: installed when we are root (CI), else one line saying how.
