@@ -98,7 +98,7 @@ def test_round_trip_keeps_every_field_of_the_lir(lirs, name):
     assert got.arguments == table(lir.arguments, lir.leaves) and got.outputs == table(lir.results, outputs)
     assert [t.path for t in got.arguments] == [p.name for p in KERNELS[name].parameters if p.type is not None]
     assert len(got.arguments) == len(lir.arguments) >= 1
-    fields = ("name", "memory", "address", "bytes", "dtype", "levels", "region")
+    fields = ("name", "memory", "address", "bytes", "dtype", "levels", "region", "slots")
     assert list(got.buffers) == [{f: getattr(b, f) for f in fields} for b in lir.buffers]
     assert set(got.streams) == {"main", "sub", "tdma", "pdma"}
     for context, stream in got.streams.items():
@@ -117,7 +117,7 @@ def test_round_trip_keeps_every_field_of_the_lir(lirs, name):
 
 def test_header_layout_matches_the_documentation(small):
     magic, version, flags, length, digest = HEADER.unpack_from(small)
-    assert (magic, version, flags, HEADER.size) == (b"FOPTEDF\0", 5, 0, 48)
+    assert (magic, version, flags, HEADER.size) == (b"FOPTEDF\0", 6, 0, 48)
     assert length == len(small) - 48 and digest == hashlib.sha256(small[48:]).digest()
     body = body_of(small)
     assert list(body) == sorted(body) == sorted(edf._BODY_KEYS)

@@ -13,7 +13,7 @@ from furiosa_opt import *
 from furiosa_opt.compiler.driver import compile_kernel
 from furiosa_opt.compiler.replay import replay
 from furiosa_opt.compiler.visa import parse_kernel, print_kernel
-from furiosa_opt.lang.loops import Scalar, parse_scalar
+from furiosa_opt.scalar import Scalar, parse_scalar
 
 A, B = axes(A=256, B=32)
 
@@ -114,8 +114,16 @@ def test_the_vISA_carries_the_value_and_replays_to_itself():
     assert end.operands == (commit.results[0].name,)  # the next pass reads this pass's commit
     text = print_kernel(result.visa)
     assert print_kernel(replay(parse_kernel(text))) == text
-    assert sum(op.opcode == "vector_fxp" for op in ops) == 1  # the body once; stage 2 unrolls it
-    assert sum(c.opcode == "commit" for c in result.lir.commands) == 5
+    assert sum(op.opcode == "vector_fxp" for op in ops) == 1  # the body once, and stage 2 keeps it so
+    (commit,) = [c for c in result.lir.commands if c.opcode == "commit"]
+    (region,) = result.lir.loops
+    assert region.first <= commit.index <= region.last and region.count == 5 and result.lir.unrolled == []
+    (carried,) = [b for b in result.lir.buffers if b.slots == 2]  # the carried DM: two places, used in turn
+    assert commit.inputs == commit.outputs == [carried.name]
+    assert dict(commit.offsets) == {
+        "fetch.base": f"scalar(mul (mod {region.index}@5 2) {carried.bytes})",
+        "commit.base": f"scalar(mul (sub 1 (mod {region.index}@5 2)) {carried.bytes})",
+    }
 
 
 @device(chip=1)

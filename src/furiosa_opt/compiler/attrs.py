@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from furiosa_opt.compiler.literals import literal
 from furiosa_opt.lang.device import _SINGLETON
-from furiosa_opt.lang.loops import parse_scalar
+from furiosa_opt.scalar import parse_scalar
 
 _CONTEXTS = {name: getattr(_SINGLETON, name) for name in ("main", "sub", "tdma", "pdma")}
 

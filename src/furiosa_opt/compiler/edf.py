@@ -28,6 +28,7 @@ from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.dtypes import DTypeError, dtype_by_name
 from furiosa_opt.files import expression_problem, has_control, identity_problem, printable, write_atomic
 from furiosa_opt.mapping import MappingError, axes
+from furiosa_opt.scalar import parse_scalar
 from furiosa_opt.stages import ENDS
 
 __all__ = [
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 MAGIC = b"FOPTEDF\0"
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 HEADER = struct.Struct("<8sHHI32s")  # magic, format version, flags, body length, SHA-256 of the body
 CONTEXTS = ("main", "sub", "tdma", "pdma")  # the contexts that own a command stream (views have none)
 _BODY_KEYS = (
@@ -56,6 +57,7 @@ _BODY_KEYS = (
     "compiler_version",
     "device",
     "identity",
+    "loops",
     "outputs",
     "schedule",
     "spans",
@@ -75,8 +77,10 @@ _COMMAND_FIELDS = (
     "waits",
     "fill",
     "indirect",
+    "guard",
+    "offsets",
 )
-_BUFFER_FIELDS = ("name", "memory", "address", "bytes", "dtype", "levels", "region")
+_BUFFER_FIELDS = ("name", "memory", "address", "bytes", "dtype", "levels", "region", "slots")
 _INT_RANGE = (-(1 << 63), (1 << 64) - 1)  # what msgpack can encode
 
 
@@ -121,6 +125,7 @@ class Edf:
     streams: dict[str, tuple[dict, ...]]  # context -> commands in issue order, each with its global index
     spans: tuple[tuple[int, str], ...]  # (command index, "file:line")
     schedule: tuple[tuple[int, int, int], ...] = ()  # (command index, start cycle, end cycle)
+    loops: tuple[dict, ...] = ()  # first, last (command indices), count, index: the device loops kept
 
 
 # ---- writing ----------------------------------------------------------------------------------------
@@ -186,6 +191,7 @@ def write_edf(
         "compiler_version": compiler_version,
         "device": {"chip": lir.chip, "pe": lir.pe},
         "identity": identity,
+        "loops": list(lir.loops),
         "outputs": [tensor(name, "result", f"return.{i}", "hbm") for i, name in enumerate(lir.results)],
         "schedule": sorted(entries),
         "spans": sorted(spans),
@@ -295,6 +301,7 @@ def read_edf(data: bytes) -> Edf:
         streams={context: tuple(decoded["streams"][context]) for context in CONTEXTS},
         spans=tuple((index, loc) for index, loc in decoded["spans"]),
         schedule=tuple((index, start, end) for index, start, end in decoded["schedule"]),
+        loops=tuple(decoded["loops"]),
     )
 
 
@@ -374,9 +381,20 @@ _COMMAND = {
     "waits": [int],
     "fill": _Optional(_FILL),
     "indirect": _Optional(_INDIRECT),
+    "guard": _Optional(str),
+    "offsets": [(str, str)],
 }
 _TENSOR = {"name": str, "path": str, "kind": str, "dtype": str, "levels": [str], "bytes": int, "buffer": str}
-_BUFFER = {"name": str, "memory": str, "address": int, "bytes": int, "dtype": str, "levels": [str], "region": str}
+_BUFFER = {
+    "name": str,
+    "memory": str,
+    "address": int,
+    "bytes": int,
+    "dtype": str,
+    "levels": [str],
+    "region": str,
+    "slots": int,
+}
 _BODY = {
     "arguments": [_TENSOR],
     "axes": [(str, int)],
@@ -385,6 +403,7 @@ _BODY = {
     "compiler_version": str,
     "device": {"chip": int, "pe": int},
     "identity": str,
+    "loops": [{"first": int, "last": int, "count": int, "index": str}],
     "outputs": [_TENSOR],
     "schedule": [(int, int, int)],
     "spans": [(int, str)],
@@ -483,6 +502,7 @@ def _validate(body: Any) -> None:
         if not 0 <= start <= end:
             raise _Malformed(f"body.schedule[{i}]: start {start} and end {end} are not 0 <= start <= end")
     _check_text(body)
+    _check_loops(body)
     _check_hardware(body)
     _check_syncs(body)
 
@@ -525,6 +545,76 @@ def _check_text(body: dict) -> None:
                 walk(item, f"{where}[{i}]")
 
     walk(body, "body")
+
+
+MAX_LOOP_PASSES = 1 << 20  # a reader bound: the passes a kept loop's runtime offsets are checked at
+OFFSET_PATHS = ("dma.src_base", "dma.dst_base", "fill.base", "fetch.base", "commit.base", "fetch.interleave.0",
+                "fetch.interleave.1")  # fmt: skip
+
+
+def loop_of(body: dict) -> dict[int, dict]:
+    """Each command index in a kept loop's body → that loop."""
+    return {i: loop for loop in body["loops"] for i in range(loop["first"], loop["last"] + 1)}
+
+
+def _check_loops(body: dict) -> None:
+    """Kept loops in command order, apart, each over commands of the file with a pass count the reader
+    bounds; a guard or runtime offset only inside a loop, reading that loop's index alone, at a config
+    address the command has."""
+    indices = sorted(c["index"] for stream in body["streams"].values() for c in stream)
+    last = -1
+    for k, loop in enumerate(body["loops"]):
+        where = f"body.loops[{k}]"
+        if not last < loop["first"] <= loop["last"] or (indices and loop["last"] > indices[-1]):
+            raise _Malformed(f"{where}: commands {loop['first']} to {loop['last']} overlap an earlier loop or the end")
+        if not 1 <= loop["count"] <= MAX_LOOP_PASSES:
+            raise _Malformed(f"{where}.count: {loop['count']} passes; a kept loop runs 1 to {MAX_LOOP_PASSES} times")
+        last = loop["last"]
+    loops = loop_of(body)
+    for context in CONTEXTS:
+        for i, command in enumerate(body["streams"][context]):
+            where = f"body.streams.{context}[{i}]"
+            loop = loops.get(command["index"])
+            texts = [(".guard", command["guard"])] if command["guard"] is not None else []
+            for k, (path, text) in enumerate(command["offsets"]):
+                texts.append((f".offsets[{k}]", text))
+                if path not in OFFSET_PATHS or _config_at(command, path) is None:
+                    raise _Malformed(f"{where}.offsets[{k}]: {path!r} is not an address of this command")
+            for field, text in texts:
+                if loop is None:
+                    raise _Malformed(f"{where}{field}: a runtime value outside a kept loop")
+                try:
+                    reads = parse_scalar(text).indices()
+                except (ValueError, RecursionError) as error:
+                    raise _Malformed(f"{where}{field}: {error}") from None
+                if reads != {loop["index"]: loop["count"]}:
+                    raise _Malformed(f"{where}{field}: {text!r} does not read its loop's index {loop['index']}")
+
+
+def _config_at(command: dict, path: str) -> Any:
+    """The value at a dotted path of the command (`fetch.interleave.0`), or None."""
+    value: Any = command
+    for key in path.split("."):
+        if isinstance(value, dict):
+            value = value.get(key)
+        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            return None
+    return value
+
+
+def offset_ranges(command: dict, loop: dict | None) -> dict[str, tuple[int, int]]:
+    """The least and greatest runtime offset of each address path over the loop's passes (none: 0)."""
+    found: dict[str, tuple[int, int]] = {}
+    for path, text in command["offsets"]:
+        scalar = parse_scalar(text)
+        try:
+            values = [scalar.evaluate({loop["index"]: k}) for k in range(loop["count"])]
+        except ZeroDivisionError:
+            raise _Malformed(f"command {command['index']}: the offset {text!r} divides by zero") from None
+        found[path] = (min(values), max(values))
+    return found
 
 
 def _check_expressions(body: dict) -> None:
@@ -626,8 +716,10 @@ def _check_hardware(body: dict) -> None:
             raise _Malformed(f"{where}.region: {b['region']!r} is not a region of {memory}")
         if b["address"] < 0 or b["bytes"] < 0:
             raise _Malformed(f"{where}: address {b['address']} and size {b['bytes']} must not be negative")
+        if b["slots"] not in (1, 2) or (b["slots"] == 2 and memory != "sram"):
+            raise _Malformed(f"{where}.slots: {b['slots']}; a buffer has 1 slot, or 2 in DM (a value a loop carries)")
         capacity = hbm if memory == "dram" else _PER_SLICE[memory]
-        if b["address"] + b["bytes"] > capacity:
+        if b["address"] + b["bytes"] * b["slots"] > capacity:
             room = f"HBM of {chip} chip(s)" if memory == "dram" else f"{memory.upper()} of a slice"
             raise _Malformed(
                 f"{where}.bytes: {b['bytes']} bytes at {b['address']:#x} do not fit the {capacity} bytes of {room}"
@@ -653,13 +745,17 @@ def _check_hardware(body: dict) -> None:
                 )
             if not 0 <= t["bytes"] <= buffer["bytes"]:
                 raise _Malformed(f"{where}.bytes: {t['bytes']} bytes, its buffer {t['buffer']} holds {buffer['bytes']}")
+    loops = loop_of(body)
     for context in CONTEXTS:
         for i, command in enumerate(body["streams"][context]):
-            _check_command(command, f"body.streams.{context}[{i}]", buffers, chip)
+            moves = offset_ranges(command, loops.get(command["index"]))
+            _check_command(command, f"body.streams.{context}[{i}]", buffers, chip, moves)
     _check_expressions(body)
 
 
-def _check_command(command: dict, where: str, buffers: dict[str, dict], chip: int) -> None:
+def _check_command(
+    command: dict, where: str, buffers: dict[str, dict], chip: int, moves: dict[str, tuple[int, int]]
+) -> None:
     """A command's kind and the configs it needs; every DMA walk (a descriptor, a memset's fill, a gather or
     scatter) within the loop and packet limits, inside its memories' address spaces, and moving no more
     bytes than its destination spans; every sequencer within the entry limits, based in DM."""
@@ -718,7 +814,8 @@ def _check_command(command: dict, where: str, buffers: dict[str, dict], chip: in
         if name == "fill":
             if not config["pattern"] or not all(0 <= byte <= 255 for byte in config["pattern"]):
                 raise bad(".fill.pattern", "a fill pattern is one or more bytes (0 to 255)")
-            _reach(bad, ".fill.base", config["base"], [loop["dst"] for loop in loops], config, target, chip)
+            strides = [loop["dst"] for loop in loops]
+            _reach(bad, ".fill.base", config["base"], strides, config, target, chip, moves.get("fill.base", (0, 0)))
             continue
         spread = {"src": (0, 0), "dst": (0, 0)}
         if name == "indirect":
@@ -729,7 +826,9 @@ def _check_command(command: dict, where: str, buffers: dict[str, dict], chip: in
             spread = {indexed: rows, ("dst" if indexed == "src" else "src"): offsets}
         for side, buffer in (("src", source), ("dst", target)):
             strides = [loop[side] for loop in loops]
-            _reach(bad, f".{name}.{side}_base", config[f"{side}_base"], strides, config, buffer, chip, spread[side])
+            low, high = moves.get(f"{name}.{side}_base", (0, 0))
+            reach = (spread[side][0] + low, spread[side][1] + high)
+            _reach(bad, f".{name}.{side}_base", config[f"{side}_base"], strides, config, buffer, chip, reach)
     for side in ("fetch", "commit"):
         sequencer = command[side]
         if sequencer is None:
@@ -755,9 +854,13 @@ def _check_command(command: dict, where: str, buffers: dict[str, dict], chip: in
             raise bad(f".{side}.access", f"{sequencer['access']} bytes; an access is one of {RNGD.fetch_read_bytes}")
         if buffers[sequencer["buffer"]]["memory"] != "sram":
             raise bad(f".{side}.buffer", f"{sequencer['buffer']} is not in DM; a sequencer walks DM")
-        for base in (sequencer["base"], *sequencer["interleave"]):
-            if not low <= base < high:
-                raise bad(f".{side}.base", f"address {base:#x} is outside DM ({low:#x} to {high:#x})")
+        paths = [f"{side}.base", *(f"{side}.interleave.{k}" for k in range(len(sequencer["interleave"])))]
+        for path, base in zip(paths, (sequencer["base"], *sequencer["interleave"]), strict=True):
+            least, most = moves.get(path, (0, 0))
+            if not low <= base + least <= base + most < high:
+                raise bad(
+                    f".{side}.base", f"address {base:#x} (+{least} to {most}) is outside DM ({low:#x} to {high:#x})"
+                )
 
 
 def _check_indirect(bad: Callable[[str, str], _Malformed], config: dict, index: dict, chip: int) -> None:

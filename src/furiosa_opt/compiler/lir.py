@@ -30,11 +30,17 @@ class Buffer:
     first: int  # index of the command that first writes it (-1: a kernel argument)
     last: int  # index of the last command that uses it
     region: str = ""  # trf: full | first_half | second_half
+    slots: int = 1  # 2: a value a kept device loop carries, in two places used in turn (docs/lir.md, "Loops")
+
+    @property
+    def span(self) -> int:
+        """Bytes it occupies (per slice in DM, VRF and TRF): every slot."""
+        return self.bytes * self.slots
 
     @property
     def footprint(self) -> tuple[str, int, int]:
         """(memory, address, bytes): the place it occupies, shared by buffers that reuse one place."""
-        return self.memory, self.address, self.bytes
+        return self.memory, self.address, self.span
 
 
 @dataclass
@@ -131,6 +137,19 @@ class Command:
     waits: list[int] = field(default_factory=list)  # sync: the commands (other contexts) waited for
     fill: dict | None = None  # memset: {base, packet, loops: [Loop] (dst strides), pattern: [byte]}
     indirect: dict | None = None  # gather / scatter: the row walk and the index cells (docs/lir.md)
+    guard: str | None = None  # in a kept loop: the runtime condition (`scalar(…)`) under which it runs
+    offsets: list[list[str]] = field(default_factory=list)  # [config path, runtime byte offset `scalar(…)`]
+
+
+@dataclass
+class LoopRegion:
+    """A device loop the LIR keeps: commands `first` … `last` run `count` times, the index named `index`
+    reading 0, 1, … in turn. Each pass starts once everything before it has ended (docs/lir.md, "Loops")."""
+
+    first: int
+    last: int
+    count: int
+    index: str  # the loop index as runtime scalars name it (`%3`)
 
 
 @dataclass
@@ -144,7 +163,8 @@ class Lir:
     results: list[str]
     axes: list[tuple[str, int]] = field(default_factory=list)  # (name, size) of every axis the mappings name
     leaves: list[tuple[str, str]] = field(default_factory=list)  # (parameter path, hbm|view|view_mut) per argument
-    unrolled: list[list[int]] = field(default_factory=list)  # [vISA op index, trip count] of each device loop
+    loops: list[LoopRegion] = field(default_factory=list)  # the device loops kept, in command order
+    unrolled: list[list] = field(default_factory=list)  # [vISA op index, trip count, why] of each loop unrolled
     format: str = "furiosa-opt-lir"
     version: int = 1
 

@@ -14,11 +14,11 @@ from furiosa_opt.compiler import visa
 from furiosa_opt.diagnostics import FuriosaOptError, Location, VerifyError
 from furiosa_opt.dtypes import dtype_by_name, from_code
 from furiosa_opt.lang import loops
-from furiosa_opt.lang.loops import Scalar
 from furiosa_opt.lang.pair import VectorPair
 from furiosa_opt.lang.tensors import DmTensor, HbmTensor, HbmTensorView, HbmTensorViewMut
 from furiosa_opt.mapping import Axis
 from furiosa_opt.mapping.factors import SymAtom
+from furiosa_opt.scalar import Scalar
 from furiosa_opt.vector.ops import RF, Branched, TagGuard
 
 A = dict[str, object]
@@ -174,10 +174,13 @@ def replay(kernel: visa.Kernel) -> visa.Kernel:
     return replay_objects(kernel)[0]
 
 
-def replay_objects(kernel: visa.Kernel, unroll: bool = False) -> tuple[visa.Kernel, dict[str, object]]:
+def replay_objects(
+    kernel: visa.Kernel, unroll: bool = False, keep: frozenset[int] = frozenset()
+) -> tuple[visa.Kernel, dict[str, object]]:
     """`replay`, also giving the language object behind each value (views know their windows). With
     `unroll`, device loops run: each `loop` region is replayed once per index value (bound to an int) and
-    each `if` region when its condition holds, so the result is straight-line (what stage 2 lowers)."""
+    each `if` region when its condition holds, so the result is straight-line — except the loops whose
+    `loop` op is in `keep` (by `id`), which are re-traced as regions (what stage 2 lowers)."""
     tracer = Tracer(collect=False, locate=False)  # every op takes its location from the text
     objects: dict[str, object] = {}
     with using(tracer):
@@ -191,7 +194,7 @@ def replay_objects(kernel: visa.Kernel, unroll: bool = False) -> tuple[visa.Kern
             objects[arg.name] = symbolic_argument(cls, dtype_by_name(arg.type.dtype), arg.type.params)
             args.append(tracer.name(objects[arg.name]))
         sources: list[visa.Op] = []  # the text's op behind each recorded op
-        _run(kernel.ops, objects, tracer, sources, unroll)
+        _run(kernel.ops, objects, tracer, sources, unroll, keep)
     ops = tuple(replace(new, loc=old.loc) for new, old in zip(tracer.ops, sources, strict=True))
     returns = tuple(tracer.names[id(objects[name])].name for name in kernel.returns)
     rebuilt = visa.Kernel(
@@ -204,12 +207,19 @@ def replay_objects(kernel: visa.Kernel, unroll: bool = False) -> tuple[visa.Kern
 REGIONS = {"loop": "end_loop", "if": "end_if"}
 
 
-def _run(ops: tuple[visa.Op, ...], objects: dict, tracer: Tracer, sources: list[visa.Op], unroll: bool) -> None:
+def _run(
+    ops: tuple[visa.Op, ...], objects: dict, tracer: Tracer, sources: list[visa.Op], unroll: bool, keep: frozenset[int]
+) -> None:
     at = 0
     while at < len(ops):
         op = ops[at]
+        if unroll and id(op) in keep:  # a kept loop: its region as it is, `if`s included
+            end = region_end(ops, at)
+            _run(ops[at : end + 1], objects, tracer, sources, False, keep)
+            at = end + 1
+            continue
         if unroll and op.opcode in REGIONS:
-            end = _region_end(ops, at)
+            end = region_end(ops, at)
             body = ops[at + 1 : end]
             if op.opcode == "loop":
                 heads = [head for head in body if head.opcode == "carried"]  # at the body's start
@@ -218,9 +228,9 @@ def _run(ops: tuple[visa.Op, ...], objects: dict, tracer: Tracer, sources: list[
                     objects[op.results[0].name] = index
                     for head, edge in zip(heads, back, strict=True):  # pass 0 reads the value before the loop
                         objects[head.results[0].name] = objects[edge if index else head.operands[0]]
-                    _run(body[len(heads) :], objects, tracer, sources, unroll)
+                    _run(body[len(heads) :], objects, tracer, sources, unroll, keep)
             elif _bound(op.attr("cond"), objects, op):
-                _run(body, objects, tracer, sources, unroll)
+                _run(body, objects, tracer, sources, unroll, keep)
             at = end + 1
             continue
         _replay(op, objects, tracer)
@@ -228,7 +238,7 @@ def _run(ops: tuple[visa.Op, ...], objects: dict, tracer: Tracer, sources: list[
         at += 1
 
 
-def _region_end(ops: tuple[visa.Op, ...], at: int) -> int:
+def region_end(ops: tuple[visa.Op, ...], at: int) -> int:
     """The index of the op that closes the region opened at `at`."""
     depth = 0
     for end in range(at, len(ops)):

@@ -11,10 +11,12 @@ rule applies). TRF halves are different addresses, so a load into one half overl
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from dataclasses import dataclass
 
-from furiosa_opt.compiler.lir import Lir, overlapping
+from furiosa_opt.compiler.lir import Command, Lir, LoopRegion, overlapping
 from furiosa_opt.compiler.resource import Costed, cost, inter_slice_reduce_cycles, switch_cycles, transpose_cycles
+from furiosa_opt.scalar import parse_scalar
 from furiosa_opt.switch import parse_switch_config
 
 LANES = {"main": "Main", "sub": "Sub", "ve": "VE", "tdma": "TDMA", "pdma": "PDMA"}
@@ -74,24 +76,52 @@ def dependencies(lir: Lir, costed: list[Costed]) -> list[set[int]]:
     return deps
 
 
-def _remaining(costed: list[Costed], deps: list[set[int]]) -> list[int]:
-    """Longest path from each command to the end (its own cycles included)."""
-    followers: list[list[int]] = [[] for _ in costed]
-    for i, before in enumerate(deps):
-        for j in before:
-            followers[j].append(i)
-    longest = [0] * len(costed)
-    for i in reversed(range(len(costed))):
-        longest[i] = costed[i].cycles + max((longest[k] for k in followers[i]), default=0)
+def _remaining(costed: list[Costed], deps: list[set[int]], placed: list[int]) -> dict[int, int]:
+    """Longest path from each placed command to the end (its own cycles included), within `placed`."""
+    inside = set(placed)
+    followers: dict[int, list[int]] = {}
+    for i in placed:
+        for j in deps[i] & inside:
+            followers.setdefault(j, []).append(i)
+    longest: dict[int, int] = {}
+    for i in reversed(placed):
+        longest[i] = costed[i].cycles + max((longest[k] for k in followers.get(i, ())), default=0)
     return longest
+
+
+def segments(lir: Lir) -> list[tuple[range, LoopRegion | None]]:
+    """The command index ranges run once, and each kept loop's body, in order."""
+    found, at = [], 0
+    for loop in lir.loops:
+        if at < loop.first:
+            found.append((range(at, loop.first), None))
+        found.append((range(loop.first, loop.last + 1), loop))
+        at = loop.last + 1
+    stop = lir.commands[-1].index + 1 if lir.commands else 0  # an EDF's commands skip the views
+    if at < stop:
+        found.append((range(at, stop), None))
+    return found
+
+
+def passes(commands: list[Command], loop: LoopRegion | None) -> list[tuple[frozenset[int], int]]:
+    """(the commands a pass skips, how many passes skip exactly those) of a segment, the first pass's first:
+    a guarded command runs on the passes whose index meets its guard."""
+    if loop is None:
+        return [(frozenset(), 1)]
+    guards = [(c.index, parse_scalar(c.guard)) for c in commands if c.guard]
+    tally: Counter[frozenset[int]] = Counter()
+    for k in range(loop.count):
+        tally[frozenset(i for i, guard in guards if not guard.evaluate({loop.index: k}))] += 1
+    return list(tally.items())  # in first-seen order: pass 0's first
 
 
 def schedule(lir: Lir, strategy: str = "list") -> Schedule:
     """`list`: the ready command that can start first goes next; `inorder`: program order, each command
-    after the previous one ends (the naive baseline)."""
+    after the previous one ends (the naive baseline). A kept loop's body is scheduled once per set of
+    commands its passes run, each pass after everything before it (its commands' slots are pass 0's)."""
     costed = cost(lir)
-    deps = dependencies(lir, costed)
-    priority = _remaining(costed, deps)
+    plain = dependencies(lir, costed)  # the critical path and the priorities read these
+    deps = list(plain)
     if strategy == "inorder":
         previous = None
         for i, item in enumerate(costed):
@@ -99,14 +129,46 @@ def schedule(lir: Lir, strategy: str = "list") -> Schedule:
                 if previous is not None:
                     deps[i] = deps[i] | {previous}
                 previous = i
+    start: dict[int, int] = {}
+    end: dict[int, int] = {}
+    clock = critical = 0
+    busy: dict[str, int] = {}
+    for segment, loop in segments(lir):
+        for n, (skipped, times) in enumerate(passes(lir.commands[segment.start : segment.stop], loop)):
+            placed = [i for i in segment if costed[i].command.kind not in ("view", "sync") and i not in skipped]
+            priority = _remaining(costed, plain, placed)
+            begins, ends = _list_schedule(costed, deps, placed, priority)
+            if n == 0:
+                start.update({i: clock + t for i, t in begins.items()})
+                end.update({i: clock + t for i, t in ends.items()})
+            clock += times * max(ends.values(), default=0)
+            critical += times * max(priority.values(), default=0)
+            for i in placed:
+                for resource in costed[i].resources:
+                    busy[resource] = busy.get(resource, 0) + times * costed[i].cycles
+    slots: list[Slot | None] = [None] * len(costed)
+    following = clock  # views, syncs and skipped commands: zero length where their next command starts
+    for i in reversed(range(len(costed))):
+        if i in start:
+            following = start[i]
+        else:
+            start[i], end[i] = following, following
+        slots[i] = Slot(costed[i], start[i], end[i])
+    return Schedule(lir, slots, clock, max([critical, *busy.values()], default=0), critical)
+
+
+def _list_schedule(
+    costed: list[Costed], deps: list[set[int]], placed: list[int], priority: dict[int, int]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """(start, end) of each placed command, from cycle 0; dependencies outside `placed` have ended."""
+    inside = set(placed)
     free: dict[str, int] = {}
     end: dict[int, int] = {}
     start: dict[int, int] = {}
-    placed = [i for i, c in enumerate(costed) if c.command.kind not in ("view", "sync")]
     followers: dict[int, list[int]] = {}
-    pending = {i: len(deps[i]) for i in placed}
+    pending = {i: len(deps[i] & inside) for i in placed}
     for i in placed:
-        for j in deps[i]:
+        for j in deps[i] & inside:
             followers.setdefault(j, []).append(i)
     # Ready commands in a heap by (earliest start, -remaining path, index). A start time only grows as
     # resources fill, so a popped entry whose start moved is pushed back with its new time.
@@ -125,25 +187,11 @@ def schedule(lir: Lir, strategy: str = "list") -> Schedule:
             pending[k] -= 1
             if not pending[k]:
                 heapq.heappush(heap, (_earliest(k, costed, deps, end, free), -priority[k], k))
-    slots: list[Slot | None] = [None] * len(costed)
-    following = max(end.values(), default=0)  # views and syncs: zero length where their next command starts
-    for i in reversed(range(len(costed))):
-        if i in start:
-            following = start[i]
-        else:
-            start[i], end[i] = following, following
-        slots[i] = Slot(costed[i], start[i], end[i])
-    makespan = max((s.end for s in slots), default=0)
-    critical = max(priority, default=0)
-    busy: dict[str, int] = {}
-    for item in costed:
-        for resource in item.resources:
-            busy[resource] = busy.get(resource, 0) + item.cycles
-    return Schedule(lir, slots, makespan, max([critical, *busy.values()], default=0), critical)
+    return start, end
 
 
 def _earliest(i: int, costed: list[Costed], deps: list[set[int]], end: dict[int, int], free: dict[str, int]) -> int:
-    after = max((end[j] for j in deps[i]), default=0)
+    after = max((end.get(j, 0) for j in deps[i]), default=0)
     return max([after, *(free.get(r, 0) for r in costed[i].resources)])
 
 

@@ -22,12 +22,12 @@ from furiosa_opt.backend import active, cpu, selected_device
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.context import RUNNING, DmaContext, ExecutionContext, expect_context
-from furiosa_opt.lang.loops import Scalar
 from furiosa_opt.mapping import Mapping, MappingError, PadKind, m, views
 from furiosa_opt.mapping.algebra import check_pad, pair, tile_view
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.mapping.expr import Pair
 from furiosa_opt.mapping.factors import Comp, SymAtom
+from furiosa_opt.scalar import Scalar
 from furiosa_opt.verify import indirect as verify_indirect
 from furiosa_opt.verify import memory as verify_memory
 

@@ -168,7 +168,7 @@ def host_memory(edf: Edf) -> int:
     dram = sum(b["bytes"] for b in edf.buffers if b["memory"] == "dram")
     tables = sum(t.bytes for t in edf.arguments) + sum(t.bytes for t in edf.outputs)
     files = sum(
-        rows * max((b["address"] + b["bytes"] for b in edf.buffers if b["memory"] == memory), default=0)
+        rows * max((b["address"] + b["bytes"] * b["slots"] for b in edf.buffers if b["memory"] == memory), default=0)
         for memory in ("sram", "trf", "vrf")
     )
     return dram + tables + files + max((_temporary(edf, c, rows) for c in _commands(edf)), default=0)

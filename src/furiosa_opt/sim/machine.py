@@ -8,12 +8,16 @@ honours every sync; a DMA descriptor is one strided copy (`memory`), Tensor Unit
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
+
 import numpy as np
 
 from furiosa_opt.compiler.edf import CONTEXTS, Edf
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.dtypes import dtype_by_name
 from furiosa_opt.mapping import Axis, MappingError
+from furiosa_opt.scalar import Scalar, parse_scalar
 from furiosa_opt.sim.memory import Fault, Memories
 from furiosa_opt.sim.tensor_unit import TensorUnit, Unsupported, mapping_of
 
@@ -25,6 +29,45 @@ class SimulatorError(FuriosaOptError):
 def commands_in_order(edf: Edf) -> list[tuple[str, dict]]:
     """(context, command) of every stream, in program order."""
     return sorted(((c, command) for c in CONTEXTS for command in edf.streams[c]), key=lambda cc: cc[1]["index"])
+
+
+def commands_run(edf: Edf) -> Iterator[tuple[str, dict]]:
+    """(context, command) as the kernel runs them: a kept loop's body once per pass, skipping what a guard
+    rules out, and each runtime offset added to its address (docs/edf.md, "Loops")."""
+    ordered = commands_in_order(edf)
+    indices = [command["index"] for _, command in ordered]
+    at = 0
+    for loop in edf.loops:
+        first, end = bisect_left(indices, loop["first"]), bisect_right(indices, loop["last"])
+        yield from ordered[at:first]
+        body = [(context, command, _runtime(command)) for context, command in ordered[first:end]]
+        for k in range(loop["count"]):
+            env = {loop["index"]: k}
+            for context, command, (guard, offsets) in body:
+                if guard is None or guard.evaluate(env):
+                    yield context, _moved(command, offsets, env) if offsets else command
+        at = end
+    yield from ordered[at:]
+
+
+def _runtime(command: dict) -> tuple[Scalar | None, list[tuple[str, Scalar]]]:
+    guard = command["guard"] and parse_scalar(command["guard"])
+    return guard, [(path, parse_scalar(text)) for path, text in command["offsets"]]
+
+
+def _moved(command: dict, offsets: list[tuple[str, Scalar]], env: dict[str, int]) -> dict:
+    """The command with each runtime offset added at its path (the configs it changes copied)."""
+    command = dict(command)
+    for path, offset in offsets:
+        *outer, last = path.split(".")
+        holder = command
+        for key in outer:
+            copied = holder[key].copy()
+            holder[key] = copied
+            holder = copied
+        key = int(last) if isinstance(holder, list) else last
+        holder[key] = holder[key] + offset.evaluate(env)
+    return command
 
 
 def run(edf: Edf, arguments: list[bytes]) -> list[bytes]:
@@ -60,7 +103,7 @@ def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
         raise SimulatorError(f"kernel {edf.identity}: {error}") from None
     unit = TensorUnit(memories, buffers, axes)
     spans = dict(edf.spans)
-    for context, command in commands_in_order(edf):
+    for context, command in commands_run(edf):
         try:
             if command["kind"] in ("dma", "pcopy"):
                 _dma(memories, command, buffers)

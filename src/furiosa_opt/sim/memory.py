@@ -142,7 +142,9 @@ class Memories:
         kernel's chip count, whose DM, TRF and VRF exist."""
 
         def extent(memory: str) -> int:
-            return max((b["address"] + b["bytes"] for b in buffers if b["memory"] == memory), default=0)
+            return max(
+                (b["address"] + b["bytes"] * b.get("slots", 1) for b in buffers if b["memory"] == memory), default=0
+            )
 
         if extent("sram") > RNGD.dm_bytes_per_slice:
             raise Fault(f"its DM buffers reach {extent('sram')} bytes per slice, a slice has {RNGD.dm_bytes_per_slice}")

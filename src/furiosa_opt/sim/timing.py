@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from furiosa_opt.compiler.edf import CONTEXTS, Edf
-from furiosa_opt.compiler.lir import Buffer, Command, Lir, Loop, Sequencer
+from furiosa_opt.compiler.lir import Buffer, Command, Lir, Loop, LoopRegion, Sequencer
 from furiosa_opt.compiler.resource import Costed, cost
-from furiosa_opt.compiler.schedule import Schedule, Slot, schedule_json
+from furiosa_opt.compiler.schedule import Schedule, Slot, passes, schedule_json, segments
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,15 @@ def lir_of(edf: Edf) -> Lir:
     """The EDF's command streams as LIR commands (what the cost model reads), in index order."""
     arguments = {t.buffer for t in edf.arguments}
     buffers = [Buffer(b["name"], "", b["memory"], b["dtype"], list(b["levels"]), b["address"], b["bytes"],
-                      -1 if b["name"] in arguments else 0, -1, b["region"]) for b in edf.buffers]  # fmt: skip
+                      -1 if b["name"] in arguments else 0, -1, b["region"], b["slots"])
+               for b in edf.buffers]  # fmt: skip
     spans = dict(edf.spans)
     commands = [_command(c, context, spans.get(c["index"])) for context in CONTEXTS for c in edf.streams[context]]
     commands.sort(key=lambda c: c.index)
     outputs = [t.buffer for t in edf.outputs]
-    return Lir(edf.identity, edf.chip, edf.pe, buffers, commands, [t.buffer for t in edf.arguments], outputs)
+    lir = Lir(edf.identity, edf.chip, edf.pe, buffers, commands, [t.buffer for t in edf.arguments], outputs)
+    lir.loops = [LoopRegion(**loop) for loop in edf.loops]
+    return lir
 
 
 def _command(c: dict, context: str, loc: str | None) -> Command:
@@ -47,32 +50,63 @@ def _command(c: dict, context: str, loc: str | None) -> Command:
     fill = c["fill"] and {**c["fill"], "loops": [Loop(**loop) for loop in c["fill"]["loops"]]}
     indirect = c["indirect"] and {**c["indirect"], "loops": [Loop(**loop) for loop in c["indirect"]["loops"]]}
     return Command(c["index"], context, c["kind"], c["op"], c["opcode"], loc, list(c["inputs"]), list(c["outputs"]),
-                   dma, fetch, list(c["engines"]), commit, list(c["waits"]), fill, indirect)  # fmt: skip
+                   dma, fetch, list(c["engines"]), commit, list(c["waits"]), fill, indirect, c["guard"],
+                   [list(o) for o in c["offsets"]])  # fmt: skip
 
 
 def simulate(edf: Edf) -> Timing:
+    """Each run-once stretch of the streams, then each kept loop pass after everything before it: a loop's
+    passes that run the same commands take the same time, so each such set is timed once (the commands'
+    times are those of pass 0)."""
     lir = lir_of(edf)
     costed = {item.command.index: item for item in cost(lir)}
-    queues = {context: [c["index"] for c in edf.streams[context]] for context in CONTEXTS}
+    order = {c["index"]: k for context in CONTEXTS for k, c in enumerate(edf.streams[context])}
     waits = {c["index"]: c["waits"] for context in CONTEXTS for c in edf.streams[context]}
+    start: dict[int, int] = {}
+    end: dict[int, int] = {}
+    clock = 0
+    for segment, loop in segments(lir):
+        inside = [c for c in lir.commands if c.index in segment and c.index in order]
+        for n, (skipped, times) in enumerate(passes(inside, loop)):
+            queues: dict[str, list[int]] = {context: [] for context in CONTEXTS}
+            for c in sorted(inside, key=lambda c: order[c.index]):
+                if c.index not in skipped:
+                    queues[c.context].append(c.index)
+            begins, ends = _issue(edf.identity, queues, waits, costed)
+            if n == 0:
+                start.update({i: clock + t for i, t in begins.items()})
+                end.update({i: clock + t for i, t in ends.items()})
+            clock += times * max(ends.values(), default=0)
+    for c in lir.commands:  # skipped by every pass 0 guard: zero length at the loop's start
+        start.setdefault(c.index, clock)
+        end.setdefault(c.index, start[c.index])
+    return Timing(lir, costed, start, end, clock)
+
+
+def _issue(
+    identity: str, queues: dict[str, list[int]], waits: dict[int, list[int]], costed: dict[int, Costed]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """(start, end) of each queued command from cycle 0, each context issuing its queue in order; a wait on
+    a command not queued here is one that has ended."""
+    queued = {i for queue in queues.values() for i in queue}
     start: dict[int, int] = {}
     end: dict[int, int] = {}
     free: dict[str, int] = {}
     while any(queues.values()):
         ready = []
         for context, queue in queues.items():
-            if queue and all(w in end for w in waits[queue[0]]):
+            if queue and all(w in end or w not in queued for w in waits[queue[0]]):
                 index = queue[0]
-                after = max([free.get(context, 0), *(end[w] for w in waits[index])])
+                after = max([free.get(context, 0), *(end.get(w, 0) for w in waits[index])])
                 ready.append((max([after, *(free.get(r, 0) for r in costed[index].resources)]), index, context))
         if not ready:
-            raise ValueError(f"kernel {edf.identity}: the command streams deadlock (a sync waits on a later command)")
+            raise ValueError(f"kernel {identity}: the command streams deadlock (a sync waits on a later command)")
         begin, index, context = min(ready)
         queues[context].pop(0)
         start[index], end[index] = begin, begin + costed[index].cycles
         for resource in {context, *costed[index].resources}:
             free[resource] = end[index]
-    return Timing(lir, costed, start, end, max(end.values(), default=0))
+    return start, end
 
 
 def trace_json(timing: Timing) -> dict:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from furiosa_opt.compiler import visa
-from furiosa_opt.compiler.lir import Buffer, Command, Lir, overlapping
+from furiosa_opt.compiler.lir import Buffer, Command, Lir, LoopRegion, overlapping
 from furiosa_opt.compiler.lower.addresses import (
     Layout,
     commit_sequencer,
@@ -25,8 +25,10 @@ from furiosa_opt.compiler.lower.addresses import (
     to_bytes,
 )
 from furiosa_opt.compiler.lower.engines import DERIVED
+from furiosa_opt.compiler.lower.loops import plan_loops
+from furiosa_opt.compiler.lower.opcodes import DMA_OPS, GATHER_OPS, PCOPY_OPS, SCATTER_OPS, VIEW_OPS
 from furiosa_opt.compiler.lower.placement import place
-from furiosa_opt.compiler.replay import replay_objects
+from furiosa_opt.compiler.replay import region_end, replay_objects
 from furiosa_opt.compiler.visa import format_attr
 from furiosa_opt.diagnostics import Location, VerifyError
 from furiosa_opt.dtypes import fill_pattern
@@ -34,14 +36,10 @@ from furiosa_opt.lang.tensors import DmTensor, HbmTensor, Tensor, TensorView, Tr
 from furiosa_opt.mapping import m, views
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.mapping.evaluate import evaluate
+from furiosa_opt.scalar import Scalar
 from furiosa_opt.stages import ENDS
 from furiosa_opt.verify import indirect as verify_indirect
 
-VIEW_OPS = {"view", "view_mut", "tile", "chip_tile", "cluster_tile", "slice_tile", "pad", "unpad", "reshape"}
-DMA_OPS = {"to_dm", "to_hbm", "hbm_to_hbm", "to_dm_view", "to_hbm_view", "to_dm_pcopy", "to_dm_view_pcopy"}
-PCOPY_OPS = {"to_dm_pcopy", "to_dm_view_pcopy"}  # DM → DM on the sub context (ParallelCopy): a DMA walk
-GATHER_OPS = {"dma_gather_scaled", "dma_gather_unscaled"}  # operands (table, index) → a new DM tensor
-SCATTER_OPS = {"dma_scatter", "dma_scatter_unscaled"}  # operands (source, index, output): writes the output
 TERMINALS = ENDS  # the stages that end a pipeline (the stage table's)
 MEMORY = {HbmTensor: "dram", DmTensor: "sram", TrfTensor: "trf", VrfTensor: "vrf"}
 
@@ -56,10 +54,25 @@ class _Pending:
     chain: list[visa.Op] = field(default_factory=list)
 
 
+@dataclass
+class _Loop:
+    """A kept device loop while its body is lowered."""
+
+    index: Scalar
+    count: int
+    first: int  # the first command of the body
+    back: dict[str, str]  # back-edge value → the `carried` value it becomes on the next pass
+    guards: list[Scalar] = field(default_factory=list)  # the `if` conditions open here
+
+
 class _Lowering:
     def __init__(self, kernel: visa.Kernel, root: Path | None):
-        self.ir, self.objects = replay_objects(kernel, unroll=True)  # device loops: stage 2 unrolls them
-        self.unrolled = [[i, op.attr("count")] for i, op in enumerate(kernel.ops) if op.opcode == "loop"]
+        keep, self.unrolled = plan_loops(kernel.ops)  # device loops: kept where the body can run as it is
+        self.ir, self.objects = replay_objects(kernel, unroll=True, keep=keep)
+        self.loop: _Loop | None = None  # the kept loop being lowered
+        self.loops: list[tuple[Command, Command, int, str]] = []  # (first, last command, count, index)
+        self.slot: dict[str, tuple[Scalar | int, int]] = {}  # carried value → (slot in the loop, slot after)
+        self.looped = False  # the command being filled is in a kept loop's body
         self.root = root
         self.buffers: dict[str, Buffer] = {}
         self.of_value: dict[str, str] = {}  # vISA value → buffer name
@@ -73,6 +86,11 @@ class _Lowering:
     # ---- buffers ----
 
     def buffer(self, value: visa.Value, op: visa.Op | None) -> str:
+        if self.loop is not None and value.name in self.loop.back:  # the other slot of the carried value's
+            head = self.loop.back[value.name]
+            name = self.of_value[value.name] = self.of_value[head]
+            self.slot[value.name] = (1 - self.slot[head][0], self.loop.count % 2)
+            return name
         tensor = self.objects[value.name]
         name = f"T{len(self.buffers)}"
         if isinstance(tensor, TensorView):  # a view argument: the window the runtime binds at launch
@@ -107,6 +125,8 @@ class _Lowering:
     def command(self, op: visa.Op, context: str, kind: str, inputs: list[str], outputs: list[str]) -> Command:
         loc = _loc_text(op.loc, self.root)
         command = Command(len(self.commands), context, kind, self.op_index[id(op)], op.opcode, loc, inputs, outputs)
+        if self.loop is not None and self.loop.guards:
+            command.guard = repr(math.prod(self.loop.guards[1:], start=self.loop.guards[0]))
         self.commands.append(command)
         return command
 
@@ -118,14 +138,49 @@ class _Lowering:
         self.lifetimes(results)
         place(list(self.buffers.values()), self.where)
         for pending, command in zip(self.pending, [c for c in self.commands if c.kind != "view"], strict=True):
+            self.looped = any(first.index <= command.index <= last.index for first, last, _, _ in self.loops)
             self.fill(pending, command)
         commands = _with_syncs(self.commands, self.buffers)
         self.lifetimes(results, commands)
         lir = Lir(self.ir.identity, self.ir.chip, self.ir.pe, list(self.buffers.values()), commands, args, results)
         lir.axes = [(axis.name, axis.size) for axis in self.ir.axes]
         lir.leaves = [(self.ir.path(i), value.type.kind) for i, value in enumerate(self.ir.args)]
+        lir.loops = [LoopRegion(first.index, last.index, count, index) for first, last, count, index in self.loops]
         lir.unrolled = self.unrolled
         return lir
+
+    # ---- kept device loops ----
+
+    def open_loop(self, op: visa.Op) -> None:
+        end = region_end(self.ir.ops, self.op_index[id(op)])
+        heads = [o.results[0].name for o in self.ir.ops[self.op_index[id(op)] + 1 : end] if o.opcode == "carried"]
+        back = dict(zip(self.ir.ops[end].operands, heads, strict=True))
+        index = Scalar("index", (op.results[0].name, op.attr("count")))  # what runtime scalars read
+        self.loop = _Loop(index, op.attr("count"), len(self.commands), back)
+
+    def carry(self, op: visa.Op) -> None:
+        """A carried value: the first slot of its first value's buffer on even passes, the second on odd."""
+        name = self.of_value[op.results[0].name] = self.base_of(op.operands[0])
+        self.buffers[name].slots = 2
+        self.slot[op.results[0].name] = (self.loop.index % 2, 0)
+
+    def close_loop(self) -> None:
+        loop, self.loop = self.loop, None
+        if len(self.commands) > loop.first:  # a body that moves nothing needs no loop
+            self.loops.append((self.commands[loop.first], self.commands[-1], loop.count, loop.index.args[0]))
+
+    def shift(self, obj: object) -> Scalar | int:
+        """The bytes past its buffer's address where `obj` (a tensor or a view of one) starts: its slot, a
+        runtime value in the body of the loop that carries it."""
+        tensor = obj.base if isinstance(obj, TensorView) else obj
+        inside, after = self.slot.get(self._value_of(tensor), (0, 0))
+        return (inside if self.looped else after) * self.buffers[self.of_value[self._value_of(tensor)]].bytes
+
+    def moving(self, command: Command, path: str, obj: object) -> None:
+        """Record the runtime part of the address at `path` of the command's config, if `obj` has one."""
+        shift = self.shift(obj)
+        if isinstance(shift, Scalar):
+            command.offsets.append([path, repr(shift)])
 
     def lower_op(self, op: visa.Op) -> None:
         if op.opcode in VIEW_OPS:
@@ -150,6 +205,16 @@ class _Lowering:
             self.pending.append(_Pending(op, target=self.objects[op.operands[0]]))
         elif op.opcode in TERMINALS:
             self.lower_pipeline(op)
+        elif op.opcode == "loop":
+            self.open_loop(op)
+        elif op.opcode == "carried":
+            self.carry(op)
+        elif op.opcode == "end_loop":
+            self.close_loop()
+        elif op.opcode == "if":
+            self.loop.guards.append(op.attr("cond"))
+        elif op.opcode == "end_if":
+            self.loop.guards.pop()
 
     def lower_dma(self, op: visa.Op) -> None:
         source = self.objects[op.operands[0]]
@@ -191,9 +256,11 @@ class _Lowering:
             return Layout((*obj.outer, obj.element), base.units, base.base + shift, obj.dtype)
         tensor: Tensor = obj
         buffer = self.buffers[self.of_value[self._value_of(tensor)]]
+        shift = self.shift(tensor)
+        address = buffer.address + (shift if isinstance(shift, int) else 0)  # a runtime slot: `moving`
         if isinstance(tensor, HbmTensor):
-            return dram_layout(tensor.params, tensor.dtype, buffer.address)
-        return sram_layout(tensor.params, tensor.dtype, buffer.address)
+            return dram_layout(tensor.params, tensor.dtype, address)
+        return sram_layout(tensor.params, tensor.dtype, address)
 
     def _value_of(self, obj: object) -> str:
         """The first value name bound to `obj` (asked once buffers are made, so the map is built once)."""
@@ -213,12 +280,15 @@ class _Lowering:
                 packet, loops = dma_loops(target, target, "memset")
                 pattern = fill_pattern(pending.op.attr("code"), target.dtype)
                 command.fill = {"base": target.base, "packet": packet, "loops": loops, "pattern": pattern}
+                self.moving(command, "fill.base", pending.target)
         elif command.kind in ("dma", "pcopy"):
             with _at(pending.op):
                 src, dst = self.layout(pending.source), self.layout(pending.target)
                 whole = not isinstance(pending.target, TensorView)
                 packet, loops = dma_loops(src, dst, pending.op.opcode, whole)
                 command.dma = {"src_base": src.base, "dst_base": dst.base, "packet": packet, "loops": loops}
+                self.moving(command, "dma.src_base", pending.source)
+                self.moving(command, "dma.dst_base", pending.target)
         else:
             self.fill_exec(pending.chain, command)
 
@@ -255,6 +325,9 @@ class _Lowering:
                 command.context,
                 [self.layout(self.objects[name]).base for name in begin.operands] if pair_mode else None,
             )
+            self.moving(command, "fetch.base", view)
+            for k, name in enumerate(begin.operands if pair_mode else ()):
+                self.moving(command, f"fetch.interleave.{k}", self.objects[name])
         with _at(terminal):
             command.engines = [self.engine(op) for op in chain[1:]]
             command.engines[0]["element"] = format_attr(view.element)  # what the fetch reads: the view's element
@@ -275,6 +348,7 @@ class _Lowering:
             element,
             command.context,
         )
+        self.moving(command, "commit.base", target)
 
     def engine(self, op: visa.Op) -> dict:
         """A stage's config: its attributes as vISA prints them, and `rf`, the register-file buffer it
@@ -300,6 +374,11 @@ class _Lowering:
             if buffer.first >= 0:
                 buffer.first = written.get(buffer.name, buffer.first)
             buffer.last = used.get(buffer.name, buffer.first)
+        for first, last, _, _ in self.loops:  # what a body reads of earlier work, it reads on every pass
+            for c in commands[first.index : last.index + 1]:
+                for name in (*c.inputs, *c.outputs):
+                    if self.buffers[name].first < first.index:
+                        self.buffers[name].last = max(self.buffers[name].last, last.index)
         for name in results:
             self.buffers[name].last = len(commands)
 

@@ -25,7 +25,7 @@ def place(buffers: list[Buffer], where: dict[str, Location | None]) -> None:
     dram = 0
     for buffer in sorted((b for b in buffers if b.memory == "dram"), key=lambda b: b.first):
         buffer.address = dram
-        dram = _aligned(dram + buffer.bytes, ALIGN["dram"])
+        dram = _aligned(dram + buffer.span, ALIGN["dram"])
     _first_fit([b for b in buffers if b.memory == "sram"], RNGD.dm_bytes_per_slice, "sram", where)
     _first_fit([b for b in buffers if b.memory == "vrf"], RNGD.vrf_bytes_per_slice, "vrf", where)
     _trf_regions([b for b in buffers if b.memory == "trf"], where)
@@ -45,16 +45,16 @@ def _first_fit(buffers: list[Buffer], capacity: int, memory: str, where: dict[st
         live = sorted((b for b in placed if _overlaps(b, buffer)), key=lambda b: b.address)
         address = 0
         for other in live:
-            if address + buffer.bytes <= other.address:
+            if address + buffer.span <= other.address:
                 break
-            address = max(address, _aligned(other.address + other.bytes, ALIGN[memory]))
-        if address + buffer.bytes > capacity:
-            used = sum(b.bytes for b in live)
-            names = ", ".join(f"{b.name} {b.bytes} B" for b in live) or "nothing else"
+            address = max(address, _aligned(other.address + other.span, ALIGN[memory]))
+        if address + buffer.span > capacity:
+            used = sum(b.span for b in live)
+            names = ", ".join(f"{b.name} {b.span} B" for b in live) or "nothing else"
             label = {"sram": "DM", "vrf": "VRF"}[memory]
             raise VerifyError(
                 f"{label.lower()}-overflow",
-                f"{label} overflows: this tensor needs {buffer.bytes} bytes per slice while {used} are held by "
+                f"{label} overflows: this tensor needs {buffer.span} bytes per slice while {used} are held by "
                 f"live tensors ({names}); {label} holds {capacity} bytes per slice",
                 notes=("end a tensor's life earlier (use it last before allocating the next), or tile the work",),
                 location=where.get(buffer.name),
