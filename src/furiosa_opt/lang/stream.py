@@ -67,6 +67,7 @@ class TuContext(ExecutionContext):
 
     @user_facing
     def begin(self, view: TensorView) -> Stream:
+        """Start a Tensor Unit pipeline over a DM view; the methods of the returned `Stream` are its stages."""
         return begin(self, view)
 
     @user_facing
@@ -353,10 +354,12 @@ class Stream:
 
     @user_facing
     def commit_cast(self, dtype: DType = dtypes.bf16) -> Stream:
+        """Round an f32 stream to `dtype` (bf16) on its way into DM."""
         return self._commit_cast(dtype, relu=False)
 
     @user_facing
     def commit_cast_relu(self, dtype: DType = dtypes.bf16) -> Stream:
+        """As `commit_cast`, with negative values (and -0.0) written as zero: a ReLU on the way out."""
         return self._commit_cast(dtype, relu=True)
 
     def _commit_cast(self, dtype: DType, relu: bool) -> Stream:

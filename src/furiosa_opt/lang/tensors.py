@@ -561,23 +561,37 @@ class HbmTensor(Tensor):
     @classmethod
     @user_facing
     def new(cls, dtype: DType, chip: Mapping, element: Mapping) -> HbmTensor:
+        """A zero-filled HBM tensor made inside a kernel (upstream's `HbmTensor::new`):
+        `HbmTensor.new(bf16, Chip, m["A"])`.
+        """
         tensor = cls(dtype, (chip, element), active().zeros(dtype.storage, chip.size * element.size))
         return recorded("hbm_new", (), tensor, dtype=dtype, chip=chip, element=element)
 
     @user_facing
     def to_host(self, pdma: DmaContext, element: Mapping | None = None) -> HostTensor:
+        """HBM → host over PCIe (host code): the values as a `HostTensor`, laid out by `element` (default:
+        this tensor's element mapping).
+
+            out.to_host(ctx.pdma).to_numpy()
+        """
         expect_context(pdma, ("pdma",), "HbmTensor.to_host")
         target = element if element is not None else self.params[1]
         return recorded("hbm_to_host", (self,), moved(self, HostTensor, (target,), True, "HbmTensor.to_host"))
 
     @user_facing
     def to_hbm(self, dma: DmaContext, element: Mapping) -> HbmTensor:
+        """HBM → HBM: a copy laid out by `element`, e.g. `x.to_hbm(ctx.tdma, m["K, I"])` transposes `[I, K]`."""
         expect_context(dma, ("tdma", "pdma"), "HbmTensor.to_hbm")
         result = moved(self, HbmTensor, (self.params[0], element), True, "HbmTensor.to_hbm")
         return recorded("hbm_to_hbm", (self,), result, ctx=dma, element=element)
 
     @user_facing
     def to_dm(self, tdma: DmaContext, cluster: Mapping, slice: Mapping, element: Mapping) -> DmTensor:
+        """HBM → DM with the tensor DMA: `cluster` and `slice` say where each element goes, `element` where it
+        sits in the slice's memory.
+
+            dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])   # 8 values in each of 256 slices
+        """
         return self.view().to_dm(tdma, cluster, slice, element)
 
     def size(self) -> int:
@@ -588,6 +602,7 @@ class HbmTensor(Tensor):
         return self.dtype.nbytes(self.storage.size)
 
     def view(self) -> HbmTensorView:
+        """A read view of the whole tensor (to `tile`, `pad` or move from)."""
         return recorded("view", (self,), HbmTensorView(self, self.params[1], 0))
 
     @user_facing
@@ -630,10 +645,14 @@ class HbmTensor(Tensor):
         )
 
     def view_mut(self) -> HbmTensorViewMut:
+        """A write view of the whole tensor: the destination of `to_hbm_view`, or a kernel's out-parameter."""
         return recorded("view_mut", (self,), HbmTensorViewMut(self, self.params[1], 0))
 
     @user_facing
     def reshape(self, chip: Mapping, element: Mapping) -> HbmTensor:
+        """The same buffer under other mappings of the same sizes (nothing moves):
+        `x.reshape(Chip, m["A / 8, A % 8"])`.
+        """
         return _reshaped(self, (chip, element))
 
 
@@ -667,22 +686,31 @@ class DmTensor(Tensor):
     @classmethod
     @user_facing
     def new(cls, dtype: DType, chip: Mapping, cluster: Mapping, slice: Mapping, element: Mapping) -> DmTensor:
+        """A zero-filled DM tensor, e.g. the destination of a `commit_view`:
+        `DmTensor.new(i32, Chip, Cluster, Slice, E)`.
+        """
         count = chip.size * cluster.size * slice.size * element.size
         tensor = cls(dtype, (chip, cluster, slice, element), active().zeros(dtype.storage, count))
         return recorded("dm_new", (), tensor, dtype=dtype, chip=chip, cluster=cluster, slice=slice, element=element)
 
     def view(self) -> DmTensorView:
+        """A read view of the whole tensor: what `ctx.main.begin(...)` streams from."""
         return recorded("view", (self,), DmTensorView(self, self.params[3], 0))
 
     def view_mut(self) -> DmTensorViewMut:
+        """A write view of the whole tensor: the destination of `commit_view` and `to_dm_view`."""
         return recorded("view_mut", (self,), DmTensorViewMut(self, self.params[3], 0))
 
     @user_facing
     def to_hbm(self, tdma: DmaContext, element: Mapping | None = None) -> HbmTensor:
+        """DM → HBM with the tensor DMA, laid out by `element`: `out.to_hbm(ctx.tdma, m["A"])`."""
         return self.view().to_hbm(tdma, element)
 
     @user_facing
     def to_dm(self, tdma: DmaContext, slice: Mapping, element: Mapping) -> DmTensor:
+        """DM → DM relayout with the tensor DMA: the same chip and cluster, a new slice and element mapping
+        of the same sizes.
+        """
         return self.view().to_dm(tdma, self.params[1], slice, element)
 
     @user_facing
@@ -719,6 +747,7 @@ class DmTensor(Tensor):
 
     @user_facing
     def reshape(self, chip: Mapping, cluster: Mapping, slice: Mapping, element: Mapping) -> DmTensor:
+        """The same buffer under other mappings of the same sizes (nothing moves)."""
         return _reshaped(self, (chip, cluster, slice, element))
 
 
@@ -884,6 +913,7 @@ class TensorView:
 
     @user_facing
     def pad(self, element: Mapping) -> TensorView:
+        """The view with padding added to its element mapping, live cells in place: `v.pad(m["A # 16"])`."""
         try:
             check_pad(self.element, element)
         except MappingError as error:
@@ -892,6 +922,7 @@ class TensorView:
 
     @user_facing
     def unpad(self, element: Mapping) -> TensorView:
+        """The view with padding removed from its element mapping, the inverse of `pad`: `v.unpad(m["A"])`."""
         try:
             check_pad(element, self.element)
         except MappingError as error:
@@ -937,6 +968,7 @@ class TensorView:
 
     @user_facing
     def to_hbm(self, dma: DmaContext, element: Mapping | None = None) -> HbmTensor:
+        """The cells of the view into a new HBM tensor laid out by `element` (default: the view's)."""
         allowed = ("tdma",) if isinstance(self.base, DmTensor) else ("tdma", "pdma")
         what = f"{type(self.base).__name__}.to_hbm"
         expect_context(dma, allowed, what)
@@ -946,6 +978,7 @@ class TensorView:
 
     @user_facing
     def to_dm_view(self, tdma: DmaContext, destination: TensorView) -> None:
+        """Write the view's cells into a DM write view (`dm.view_mut()`, tiled or not) with the tensor DMA."""
         expect_context(tdma, ("tdma",), "to_dm_view")
         _expect_writable(destination, DmTensor, "to_dm_view")
         source = self.read()
@@ -964,6 +997,9 @@ class TensorView:
 
     @user_facing
     def to_hbm_view(self, dma: DmaContext, destination: TensorView) -> None:
+        """Write the view's cells into an HBM write view, e.g. a kernel's `HbmTensorViewMut` out-parameter:
+        `dm.view().to_hbm_view(ctx.tdma, out)`.
+        """
         expect_context(dma, ("tdma", "pdma"), "to_hbm_view")
         _expect_writable(destination, HbmTensor, "to_hbm_view")
         source = self.read()
