@@ -7,6 +7,8 @@ backends instead of furiosa-torch.
 * `run --random-layers K [--max-new-tokens N] [--prompt IDS] [--seed S] [--check]`: greedy decoding through K
   random layers at the real widths (no checkpoint needed); `--check` decodes with the reference too and
   fails if the tokens differ.
+* `run --model DIR --prompt TEXT [--max-new-tokens N] [--check]`: greedy decoding from a Qwen3-0.6B checkpoint
+  directory (checkpoint.py): the prompt is encoded with its `tokenizer.json`, the generated ids decoded.
 
 The backend is the one the environment selects (`FURIOSA_OPT_BACKEND=npu` for the simulator).
 """
@@ -19,7 +21,7 @@ import time
 
 import numpy as np
 
-from furiosa_opt import Context, env, launch, runtime
+from furiosa_opt import Context, VerifyError, env, launch, runtime
 from transformer import host
 from transformer import reference as R
 from transformer.host import DecoderWeights, ProjectionWeights, seeded_bf16, seeded_norm
@@ -94,20 +96,20 @@ def verify(seed: int) -> int:
     return 0 if ok else 1
 
 
-def run(layers: int, max_new_tokens: int, prompt: list[int], seed: int, check: bool) -> int:
-    start = time.perf_counter()
-    model = host.random_model(layers, seed)
-    built = time.perf_counter()
+def decode(model: host.Model, prompt: list[int], max_new_tokens: int, check: bool, source: str) -> list[int] | None:
+    """Greedy decoding on the selected backend, the timings on stderr; with `check`, None if the numpy
+    reference decodes other tokens."""
     with Context.acquire() as ctx:
+        start = time.perf_counter()
         decoder = host.Decoder(ctx, model, _launch())
         uploaded = time.perf_counter()
         tokens = decoder.generate(prompt, max_new_tokens)
         done = time.perf_counter()
     steps = len(prompt) + max_new_tokens - 1
-    print(f"backend {env.backend()}, {layers} random layers (seed {seed}), prompt {prompt}")
+    print(f"backend {env.backend()}, {source}, prompt {prompt}")
     print("tokens", " ".join(str(t) for t in tokens))
     print(
-        f"weights {built - start:.1f} s, upload {uploaded - built:.1f} s, {steps} steps in {done - uploaded:.1f} s "
+        f"upload {uploaded - start:.1f} s, {steps} steps in {done - uploaded:.1f} s "
         f"({(done - uploaded) / steps:.2f} s/token)",
         file=sys.stderr,
     )
@@ -116,8 +118,46 @@ def run(layers: int, max_new_tokens: int, prompt: list[int], seed: int, check: b
         print("reference", " ".join(str(t) for t in expected))
         if expected != tokens:
             print("FAIL: the tokens differ from the reference's")
-            return 1
+            return None
         print("PASS: the same tokens as the numpy reference")
+    return tokens
+
+
+def run(layers: int, max_new_tokens: int, prompt: list[int], seed: int, check: bool) -> int:
+    start = time.perf_counter()
+    model = host.random_model(layers, seed)
+    print(f"weights {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    tokens = decode(model, prompt, max_new_tokens, check, f"{layers} random layers (seed {seed})")
+    return 0 if tokens is not None else 1
+
+
+def run_model(directory: str, text: str, max_new_tokens: int, check: bool) -> int:
+    """`run --model DIR`: the checkpoint's weights and tokenizer; the prompt and its continuation printed."""
+    try:
+        from transformer import checkpoint
+    except ImportError as error:
+        print(f"error: run --model needs {error.name}: pip install 'transformer[model]'", file=sys.stderr)
+        return 2
+    try:
+        tokenizer = checkpoint.load_tokenizer(directory)
+        start = time.perf_counter()
+        model = checkpoint.load_model(directory)
+    except (checkpoint.CheckpointError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except VerifyError as error:  # a tensor of the wrong dtype or shape (HostTensor.from_safetensors)
+        print(f"error: {error.message}", file=sys.stderr)
+        return 2
+    print(f"weights {time.perf_counter() - start:.1f} s ({len(model.layers)} layers)", file=sys.stderr)
+    prompt = tokenizer.encode(text, add_special_tokens=False).ids
+    if not prompt or max(prompt) >= len(model.embedding):
+        what = "no tokens" if not prompt else f"token {max(prompt)}, past the {len(model.embedding)} embedding rows"
+        print(f"error: the prompt {text!r} encodes to {what}", file=sys.stderr)
+        return 2
+    tokens = decode(model, prompt, max_new_tokens, check, f"{len(model.layers)} layers of {directory}")
+    if tokens is None:
+        return 1
+    print(text + tokenizer.decode(tokens, skip_special_tokens=False))
     return 0
 
 
@@ -127,15 +167,24 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("verify", help="every entry point against the numpy reference, random weights")
     v.add_argument("--seed", type=int, default=42)
     r = sub.add_parser("run", help="greedy decoding")
-    r.add_argument("--random-layers", type=int, required=True, metavar="K", help="K random layers, real widths")
+    weights = r.add_mutually_exclusive_group(required=True)
+    weights.add_argument("--random-layers", type=int, metavar="K", help="K random layers, real widths")
+    weights.add_argument("--model", metavar="DIR", help="a Qwen3-0.6B checkpoint directory")
     r.add_argument("--max-new-tokens", type=int, default=8)
-    r.add_argument("--prompt", default="1,2,3", help="comma-separated token ids")
+    r.add_argument("--prompt", help="text (--model), or comma-separated token ids (default 1,2,3)")
     r.add_argument("--seed", type=int, default=42)
     r.add_argument("--check", action="store_true", help="decode with the numpy reference too and compare")
     args = parser.parse_args(argv)
     if args.command == "verify":
         return verify(args.seed)
-    prompt = [int(t) for t in args.prompt.split(",") if t]
+    if args.model is not None:
+        if args.prompt is None:
+            parser.error("run --model needs --prompt TEXT")
+        return run_model(args.model, args.prompt, args.max_new_tokens, args.check)
+    try:
+        prompt = [int(t) for t in (args.prompt or "1,2,3").split(",") if t]
+    except ValueError:
+        parser.error(f"--prompt {args.prompt!r}: with --random-layers, comma-separated token ids")
     return run(args.random_layers, args.max_new_tokens, prompt, args.seed, args.check)
 
 

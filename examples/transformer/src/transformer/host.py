@@ -159,7 +159,8 @@ class Layer:
 
 @dataclass
 class Model:
-    """Weights as float32 arrays of bf16 values, with upstream's tensor shapes."""
+    """Weights with upstream's tensor shapes, bf16 values: float32 arrays (`random_model`) or
+    `ml_dtypes.bfloat16` arrays (a checkpoint, `checkpoint.load_model`); both upload as they are."""
 
     embedding: np.ndarray  # [W, H]
     layers: list[Layer]
@@ -287,7 +288,7 @@ class ReferenceDecoder:
         t = K.T.size
         chunk, row = divmod(position, t)
         cos, sin = R.rope_tables(position)
-        x = self.model.embedding[token]
+        x = np.asarray(self.model.embedding[token], np.float32)
         for i, layer in enumerate(self.model.layers):
             p = layer.projection
             q, k, v = R.projection(x, p.q, p.k, p.v, p.input_rms, p.q_rms, p.k_rms, cos, sin)
