@@ -12,9 +12,13 @@ import io
 import json
 import os
 import sys
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from furiosa_opt.compiler import cache, lir
 from furiosa_opt.compiler.dfg import dump_dfg
@@ -29,11 +33,27 @@ from furiosa_opt.sim.timing import compare, simulate
 
 
 class Reporter:
-    """Human lines on stderr, or one JSON object per line on stdout."""
+    """Human lines on stderr, or one JSON object per line on stdout. On a terminal, a build of several
+    kernels also shows a live progress bar naming the kernel in flight (`progress`), below the lines."""
 
-    def __init__(self, json_format: bool):
+    def __init__(self, json_format: bool, live: bool | None = None):
         self.json = json_format
         self.color = not json_format and sys.stderr.isatty() and "NO_COLOR" not in os.environ
+        self.live = not json_format and sys.stderr.isatty() if live is None else live
+
+    @contextlib.contextmanager
+    def progress(self, total: int, verb: str = "Compiling") -> Iterator[Progressing]:
+        """A progress display over `total` kernels: a rich bar on a terminal when there are several, else
+        nothing (the plain lines say it all). Lines printed meanwhile appear above the bar."""
+        if not self.live or total < 2:
+            yield Progressing(None, None, verb)
+            return
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn())  # fmt: skip
+        with Progress(
+            *columns, console=Console(stderr=True, force_terminal=True), transient=True, redirect_stdout=False
+        ) as bar:
+            yield Progressing(bar, bar.add_task(verb, total=total), verb)
 
     def diagnostic(self, diagnostic: Diagnostic) -> None:
         if self.json:
@@ -46,6 +66,24 @@ class Reporter:
             print(json.dumps({"reason": verb.lower().replace(" ", "-"), "message": text, **record}, sort_keys=True))
         else:
             print(f"{verb:>12} {text}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Progressing:
+    """The handle of `Reporter.progress`: name the kernel in flight, count one done."""
+
+    bar: Progress | None
+    task: TaskID | None
+    verb: str
+
+    def working(self, identity: str) -> None:
+        """Show the kernel's name (its identity's last part: the lines above carry the whole identity)."""
+        if self.bar is not None:
+            self.bar.update(self.task, description=f"{self.verb} {identity.rsplit('.', 1)[-1]}", refresh=True)
+
+    def advance(self) -> None:
+        if self.bar is not None:
+            self.bar.advance(self.task)
 
 
 @dataclass
@@ -141,10 +179,19 @@ def build_all(selected: list[Target], out: Path, options: argparse.Namespace, re
     worker's report is replayed in selection order, so the output reads the same as a serial build."""
     stale = [t for t in selected if not _fresh(t, out, options)]
     workers = min(len(stale), os.cpu_count() or 1)
+    compiled_ids = {id(t) for t in stale}
     with ProcessPoolExecutor(workers) if workers > 1 else contextlib.nullcontext() as pool:
         pending = {id(t): pool.submit(_build_captured, t, out, options, report) for t in stale} if pool else {}
-        outcomes = [_replay(pending[id(t)].result()) if id(t) in pending else _build(t, out, options, report)
-                    for t in selected]  # fmt: skip
+        outcomes = []
+        with report.progress(len(stale)) as progress:
+            for t in selected:
+                if id(t) in compiled_ids:
+                    progress.working(t.source.identity)
+                outcomes.append(
+                    _replay(pending[id(t)].result()) if id(t) in pending else _build(t, out, options, report)
+                )
+                if id(t) in compiled_ids:
+                    progress.advance()
     failed, compiled, fresh = (outcomes.count(o) for o in ("failed", "compiled", "fresh"))
     text = f"{compiled} compiled, {fresh} up to date, {failed} failed (artifacts in {out})"
     if compiled == 0 and failed == 0:

@@ -286,11 +286,14 @@ def _check(packages: list[Package], report: Reporter) -> int:
     """Every stage of every kernel, with no artifact written (nor bytecode beside the user's sources)."""
     sys.dont_write_bytecode = True
     found, failed = reported_targets(packages, report)
-    for target in found:
-        if compile_target(target, report) is None:
-            failed += 1
-        else:
-            report.status("Checked", target.source.identity, kernel=target.source.identity, success=True)
+    with report.progress(len(found), "Checking") as progress:
+        for target in found:
+            progress.working(target.source.identity)
+            if compile_target(target, report) is None:
+                failed += 1
+            else:
+                report.status("Checked", target.source.identity, kernel=target.source.identity, success=True)
+            progress.advance()
     report.status("Finished" if not failed else "Error", f"{len(found)} kernel(s) checked, {failed} failed")
     return 1 if failed else 0
 

@@ -138,6 +138,9 @@
     $("brush").textContent = "Enable Brush";
     $("brush").classList.remove("on");
     Object.assign(state, { mode, file: name, kernel: model.kernel });
+    const title = graph ? "IR Graph Viewer" : "Schedule Viewer";
+    $("title").textContent = title;
+    document.title = `furiosa-opt ${title}: ${model.kernel || name}`;
     shown = undefined;
     const canvas = $("canvas");
     if (graph) {
@@ -187,6 +190,23 @@
     locate: (name) => view.locate(name),
     paneRect: (buffer) => view.paneRect(buffer),
     graphLayers: () => view.g.nodes.map((n) => [n.id, n.layer]),
+    // Where the nodes are drawn (page pixels) and what colour a page pixel has: what the tests of the fit
+    // and of the arrowheads measure.
+    graphBox: () => {
+      const r = view.canvas.getBoundingClientRect(), box = { left: Infinity, right: -Infinity, top: Infinity, bottom: -Infinity };
+      for (const n of view.g.nodes) {
+        const [x, y] = view.toScreen(n);
+        box.left = Math.min(box.left, r.left + x);
+        box.top = Math.min(box.top, r.top + y);
+        box.right = Math.max(box.right, r.left + x + FV.NODE_W * view.zoom);
+        box.bottom = Math.max(box.bottom, r.top + y + FV.NODE_H * view.zoom);
+      }
+      return box;
+    },
+    pixel: (x, y) => {
+      const r = view.canvas.getBoundingClientRect(), dpr = window.devicePixelRatio || 1;
+      return Array.from(view.canvas.getContext("2d").getImageData(Math.round((x - r.left) * dpr), Math.round((y - r.top) * dpr), 1, 1).data);
+    },
     render: () => {
       view.render();
       return view.lastFrameMs;

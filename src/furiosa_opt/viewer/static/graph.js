@@ -6,6 +6,18 @@
   // Looked up by kinds from the file: Maps, never plain objects (which would answer "__proto__").
   const FILL = new Map([["tensor", "#e3eefa"], ["command", "#fde9d4"]]);
   const EDGE = new Map([["data", "#666"], ["order", "#1f77b4"], ["sync", "#d62728"]]);
+  const MAX_FIT_ZOOM = 2.5; // a small graph is fitted up to this scale, not blown up to fill the window
+
+  // A filled triangle with its tip at (bx, by), pointing along the segment from (ax, ay).
+  function arrowhead(path, ax, ay, bx, by, size) {
+    const length = Math.hypot(bx - ax, by - ay);
+    if (length < 1) return;
+    const ux = (bx - ax) / length, uy = (by - ay) / length;
+    path.moveTo(bx, by);
+    path.lineTo(bx - size * ux + (size / 2) * uy, by - size * uy - (size / 2) * ux);
+    path.lineTo(bx - size * ux - (size / 2) * uy, by - size * uy + (size / 2) * ux);
+    path.closePath();
+  }
 
   class GraphView {
     constructor(canvas, graph, onChange) {
@@ -18,12 +30,17 @@
       this.fit(false);
       this.listen();
     }
-    get width() { return this.canvas.clientWidth; }
-    get height() { return Math.max(this.canvas.clientHeight, 480); }
+    // The canvas fills the window below its top (at least 480 px), so a fitted graph uses the whole view.
+    // Measured once per fit and frame, never per node: reading the layout forces the browser to compute it.
+    measure() {
+      this.width = this.canvas.clientWidth;
+      this.height = Math.max(480, Math.floor(window.innerHeight - this.canvas.getBoundingClientRect().top - 12));
+    }
     toScreen(n) { return [(n.x - this.cx) * this.zoom + this.width / 2, (n.y - this.cy) * this.zoom + this.height / 2]; }
     toWorld(x, y) { return [(x - this.width / 2) / this.zoom + this.cx, (y - this.height / 2) / this.zoom + this.cy]; }
 
     fit(draw = true) {
+      this.measure();
       let x0 = 0, x1 = 0, y0 = 0, y1 = 0; // loops, not Math.min(...xs): a spread of 200,000 arguments throws
       for (const n of this.g.nodes) {
         x0 = Math.min(x0, n.x);
@@ -35,7 +52,7 @@
       y1 += FV.NODE_H;
       this.cx = (x0 + x1) / 2;
       this.cy = (y0 + y1) / 2;
-      this.zoom = Math.min(1.5, (this.width - 40) / (x1 - x0), (this.height - 40) / (y1 - y0));
+      this.zoom = Math.min(MAX_FIT_ZOOM, (this.width - 40) / (x1 - x0), (this.height - 40) / (y1 - y0));
       if (draw) this.changed();
     }
     centre(node) {
@@ -64,6 +81,7 @@
 
     render() {
       const started = performance.now();
+      this.measure();
       const c = this.canvas, dpr = window.devicePixelRatio || 1, w = this.width, h = this.height;
       if (c.width !== Math.round(w * dpr) || c.height !== Math.round(h * dpr)) {
         c.width = Math.round(w * dpr);
@@ -76,16 +94,20 @@
       const near = new Set(this.selection ? [this.selection, ...this.selection.inEdges.map((e) => e.from), ...this.selection.outEdges.map((e) => e.to)] : []);
       const matched = new Set(this.matches);
       for (const [kind, colour] of EDGE) {
-        const p = new Path2D();
+        const p = new Path2D(), heads = new Path2D(), size = Math.max(4, 7 * z);
         for (const e of this.g.edges) {
           if (e.kind !== kind && !(kind === "data" && !EDGE.has(e.kind))) continue;
           const [x0, y0] = this.toScreen(e.from), [x1, y1] = this.toScreen(e.to);
-          p.moveTo(x0 + (FV.NODE_W * z) / 2, y0 + FV.NODE_H * z);
-          p.lineTo(x1 + (FV.NODE_W * z) / 2, y1);
+          const ax = x0 + (FV.NODE_W * z) / 2, ay = y0 + FV.NODE_H * z, bx = x1 + (FV.NODE_W * z) / 2, by = y1;
+          p.moveTo(ax, ay);
+          p.lineTo(bx, by);
+          if (z > 0.35 && bx >= 0 && by >= 0 && bx <= w && by <= h) arrowhead(heads, ax, ay, bx, by, size); // at the consumer
         }
         g.strokeStyle = colour;
+        g.fillStyle = colour;
         g.setLineDash(kind === "data" ? [] : [4, 3]);
         g.stroke(p);
+        g.fill(heads);
       }
       g.setLineDash([]);
       g.font = `${Math.max(8, Math.round(12 * z))}px system-ui, sans-serif`;
