@@ -189,6 +189,8 @@ def parse_scalar(text: str) -> Scalar:
             while tokens[at] != ")":
                 arg, at = expression(at)
                 args.append(arg)
+            if len(args) != (3 if op == "sel" else 2):
+                raise ValueError(f"`{op}` takes {3 if op == 'sel' else 2} operands, got {len(args)}")
             return Scalar(op, tuple(args)), at + 1
         inner, at = expression(at + 1)  # a parenthesised index `(%3@2)`
         return inner, at + 1

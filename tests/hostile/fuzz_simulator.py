@@ -39,7 +39,8 @@ import seed_kernels  # noqa: E402
 from example_kernels import KERNELS  # noqa: E402
 from mutations import damaged, edf_body, edf_bytes  # noqa: E402
 
-SEEDS = [seed_kernels.memset_zero, seed_kernels.gather_rows, seed_kernels.pcopy_relayout, *KERNELS.values()]
+SEEDS = [seed_kernels.memset_zero, seed_kernels.gather_rows, seed_kernels.pcopy_relayout, seed_kernels.kept_loop,
+         *KERNELS.values()]  # fmt: skip
 
 
 def seeds() -> list[dict]:

@@ -37,7 +37,7 @@ def exec_command(body):
 
 
 @pytest.mark.parametrize("kernel", [*KERNELS.values(), seed_kernels.memset_zero, seed_kernels.gather_rows,
-                                    seed_kernels.pcopy_relayout])  # fmt: skip
+                                    seed_kernels.pcopy_relayout, seed_kernels.kept_loop])  # fmt: skip
 def test_every_compiled_kernel_reads(kernel):
     edf = read_edf(compile_kernel(kernel).edf)
     assert edf.identity == kernel.identity
@@ -126,6 +126,40 @@ def test_memset_and_gather_walks():
     with_seed(lambda b: gather(b)["offsets"].pop(), "offsets for", kernel=seed_kernels.gather_rows)
     with_seed(lambda b: gather(b).update(indexed="both"), "indirect.indexed", kernel=seed_kernels.gather_rows)
     with_seed(lambda b: gather(b)["entries"].__setitem__(0, -4), "indirect.entries[0]", kernel=seed_kernels.gather_rows)
+
+
+def test_kept_loops_guards_and_runtime_offsets():
+    def loop_command(body, kind):
+        commands = [c for stream in body["streams"].values() for c in stream]
+        return next(c for c in commands if c["kind"] == kind and (c["guard"] or c["offsets"]))
+
+    def refused_loop(edit, *fragments):
+        with pytest.raises(EdfError) as caught:
+            read_edf(rewrite(compile_kernel(seed_kernels.kept_loop).edf, edit))
+        assert "\n" not in str(caught.value)
+        for fragment in fragments:
+            assert fragment in str(caught.value), str(caught.value)
+
+    edf = read_edf(compile_kernel(seed_kernels.kept_loop).edf)
+    (loop,) = edf.loops
+    assert loop["count"] == 3 and [b["slots"] for b in edf.buffers].count(2) == 1
+    refused_loop(lambda b: b["loops"][0].update(count=0), "loops[0].count", "0 passes")
+    refused_loop(lambda b: b["loops"][0].update(count=(1 << 20) + 1), "loops[0].count")
+    refused_loop(lambda b: b["loops"].append(dict(b["loops"][0])), "loops[1]", "overlap")
+    refused_loop(lambda b: b["loops"][0].update(last=10**6), "loops[0]", "the end")
+    refused_loop(lambda b: b["loops"].clear(), "a runtime value outside a kept loop")
+    refused_loop(lambda b: loop_command(b, "memset").update(guard="scalar(eq %99@3 1)"), ".guard", "its loop's index")
+    refused_loop(lambda b: loop_command(b, "memset").update(guard="scalar(eq"), ".guard", "unbalanced")
+    refused_loop(lambda b: loop_command(b, "exec")["offsets"][0].__setitem__(0, "dma.src_base"), "not an address")
+    refused_loop(lambda b: loop_command(b, "exec")["offsets"][0].__setitem__(1, "scalar(mul %3@3 %3@3 0)"),
+                 "`mul` takes 2 operands, got 3")  # fmt: skip
+    far = f"scalar(mul {loop['index']}@3 {1 << 40})"  # the second pass's fetch leaves DM
+    refused_loop(lambda b: loop_command(b, "exec")["offsets"][0].__setitem__(1, far), "fetch.base", "outside DM")
+    refused_loop(lambda b: loop_command(b, "memset")["offsets"][0].__setitem__(1, far), "fill.base", "outside")
+    zero = f"scalar(div 1 (mul {loop['index']}@3 0))"
+    refused_loop(lambda b: loop_command(b, "memset")["offsets"][0].__setitem__(1, zero), "divides by zero")
+    refused_loop(lambda b: loop_command(b, "memset").update(guard=zero), ".guard", "divides by zero")
+    refused_loop(lambda b: next(x for x in b["buffers"] if x["slots"] == 2).update(slots=3), ".slots")
 
 
 def test_syncs_that_deadlock_are_refused():

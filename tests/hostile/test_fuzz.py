@@ -33,7 +33,8 @@ from furiosa_opt.compiler.schedule import schedule_json
 from furiosa_opt.compiler.workspace import WorkspaceError, locate, select
 
 SCALE = 40 if os.environ.get("FURIOSA_OPT_FUZZ") == "1" else 1
-SEEDS = [seed_kernels.memset_zero, seed_kernels.gather_rows, seed_kernels.pcopy_relayout, *KERNELS.values()]
+SEEDS = [seed_kernels.memset_zero, seed_kernels.gather_rows, seed_kernels.pcopy_relayout, seed_kernels.kept_loop,
+         *KERNELS.values()]  # fmt: skip
 COUNTS: dict[str, int] = {}
 
 

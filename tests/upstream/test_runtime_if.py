@@ -97,13 +97,13 @@ def test_the_vISA_keeps_the_loop_and_stage_two_keeps_or_unrolls_it(kernel):
     assert print_kernel(parse_kernel(text)) == text  # the region and its runtime scalars round-trip
     (loop,) = [i for i, op in enumerate(result.visa.ops) if op.opcode == "loop"]
     moves = [c for c in result.lir.commands if c.opcode in ("commit_view", "to_dm_view")]
-    assert len(moves) == 2  # each arm once in the kept body, or each half once unrolled
-    if kernel is runtime_if_two_outputs:  # the addresses are the same on both passes: the LIR keeps the loop
+    (region,) = result.lir.loops  # the LIR keeps the loop: its body once, run twice
+    assert result.lir.unrolled == [] and region.count == 2
+    if kernel is runtime_if_two_outputs:  # each arm once, guarded by the runtime condition
         assert body.count("if") == body.count("end_if") == 2 and body.count("commit_view") == 2
-        (region,) = result.lir.loops
-        assert result.lir.unrolled == [] and region.count == 2
         assert [c.guard for c in moves] == [f"scalar(eq {region.index}@2 0)", f"scalar(ne {region.index}@2 0)"]
-    else:  # the view index moves per pass (`select(i == 0, 0, 16)`): unrolled, the reason recorded
-        assert result.lir.loops == []
-        assert result.lir.unrolled == [[loop, 2, "`tile` takes a value that depends on the loop index "
-                                        "(an address that moves per pass)"]]  # fmt: skip
+        assert all(c.offsets == [] for c in moves)
+    else:  # one copy whose two views move 16 bytes per pass: the second half of B on pass 1
+        (move,) = moves
+        assert move.guard is None
+        assert move.offsets == [[side, f"scalar(mul {region.index}@2 16)"] for side in ("dma.src_base", "dma.dst_base")]

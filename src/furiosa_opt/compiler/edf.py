@@ -28,7 +28,7 @@ from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.dtypes import DTypeError, dtype_by_name
 from furiosa_opt.files import expression_problem, has_control, identity_problem, printable, write_atomic
 from furiosa_opt.mapping import MappingError, axes
-from furiosa_opt.scalar import parse_scalar
+from furiosa_opt.scalar import Scalar, parse_scalar
 from furiosa_opt.stages import ENDS
 
 __all__ = [
@@ -589,6 +589,8 @@ def _check_loops(body: dict) -> None:
                     raise _Malformed(f"{where}{field}: {error}") from None
                 if reads != {loop["index"]: loop["count"]}:
                     raise _Malformed(f"{where}{field}: {text!r} does not read its loop's index {loop['index']}")
+                if field == ".guard":
+                    _values(parse_scalar(text), loop, f"{where}{field}")
 
 
 def _config_at(command: dict, path: str) -> Any:
@@ -608,13 +610,17 @@ def offset_ranges(command: dict, loop: dict | None) -> dict[str, tuple[int, int]
     """The least and greatest runtime offset of each address path over the loop's passes (none: 0)."""
     found: dict[str, tuple[int, int]] = {}
     for path, text in command["offsets"]:
-        scalar = parse_scalar(text)
-        try:
-            values = [scalar.evaluate({loop["index"]: k}) for k in range(loop["count"])]
-        except ZeroDivisionError:
-            raise _Malformed(f"command {command['index']}: the offset {text!r} divides by zero") from None
+        values = _values(parse_scalar(text), loop, f"command {command['index']}")
         found[path] = (min(values), max(values))
     return found
+
+
+def _values(scalar: Scalar, loop: dict, where: str) -> list[int]:
+    """The runtime value on every pass of the loop."""
+    try:
+        return [scalar.evaluate({loop["index"]: k}) for k in range(loop["count"])]
+    except ZeroDivisionError:
+        raise _Malformed(f"{where}: {scalar!r} divides by zero") from None
 
 
 def _check_expressions(body: dict) -> None:

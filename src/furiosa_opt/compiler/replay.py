@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from itertools import takewhile
 
 from furiosa_opt.backend import using
 from furiosa_opt.backend.trace import Tracer, _axes, symbolic_argument
@@ -175,12 +176,13 @@ def replay(kernel: visa.Kernel) -> visa.Kernel:
 
 
 def replay_objects(
-    kernel: visa.Kernel, unroll: bool = False, keep: frozenset[int] = frozenset()
+    kernel: visa.Kernel, unroll: bool = False, keep: frozenset[int] = frozenset(), origins: list | None = None
 ) -> tuple[visa.Kernel, dict[str, object]]:
     """`replay`, also giving the language object behind each value (views know their windows). With
     `unroll`, device loops run: each `loop` region is replayed once per index value (bound to an int) and
     each `if` region when its condition holds, so the result is straight-line — except the loops whose
-    `loop` op is in `keep` (by `id`), which are re-traced as regions (what stage 2 lowers)."""
+    `loop` op is in `keep` (by `id`), which are re-traced as regions (what stage 2 lowers). `origins`, if
+    given, receives the index in `kernel.ops` of the op behind each op of the result."""
     tracer = Tracer(collect=False, locate=False)  # every op takes its location from the text
     objects: dict[str, object] = {}
     with using(tracer):
@@ -196,6 +198,9 @@ def replay_objects(
         sources: list[visa.Op] = []  # the text's op behind each recorded op
         _run(kernel.ops, objects, tracer, sources, unroll, keep)
     ops = tuple(replace(new, loc=old.loc) for new, old in zip(tracer.ops, sources, strict=True))
+    if origins is not None:
+        index = {id(op): i for i, op in enumerate(kernel.ops)}
+        origins.extend(index[id(op)] for op in sources)
     returns = tuple(tracer.names[id(objects[name])].name for name in kernel.returns)
     rebuilt = visa.Kernel(
         kernel.identity, kernel.chip, kernel.pe, _axes(tracer), tuple(args), ops, returns, paths=kernel.paths
@@ -222,7 +227,7 @@ def _run(
             end = region_end(ops, at)
             body = ops[at + 1 : end]
             if op.opcode == "loop":
-                heads = [head for head in body if head.opcode == "carried"]  # at the body's start
+                heads = list(takewhile(lambda head: head.opcode == "carried", body))  # at the body's start
                 back = ops[end].operands
                 for index in range(op.attr("count")):
                     objects[op.results[0].name] = index

@@ -198,11 +198,16 @@ def _earliest(i: int, costed: list[Costed], deps: list[set[int]], end: dict[int,
 # ---- outputs ----------------------------------------------------------------------------------------
 
 
-def _description(slot: Slot) -> str:
+def _description(slot: Slot, loop: LoopRegion | None) -> str:
     command = slot.costed.command
     stages = " → ".join(map(_stage_label, command.engines)) if command.kind == "exec" else command.opcode
     where = f" --> {command.loc}" if command.loc else ""
-    note = f" ({'; '.join(slot.costed.notes)})" if slot.costed.notes else ""
+    notes = [*slot.costed.notes]
+    if loop is not None:  # the slot is pass 0's
+        notes.append(
+            f"device loop {loop.index}: pass 0 of {loop.count}" + (f", when {command.guard}" * bool(command.guard))
+        )
+    note = f" ({'; '.join(notes)})" if notes else ""
     return f"{stages} [{command.context}]{note}{where}"
 
 
@@ -228,6 +233,7 @@ def schedule_json(plan: Schedule) -> dict:
     index_of = {b.name: i for i, b in enumerate(lir.buffers)}
     instructions = []
     lifetimes: dict[str, list[int]] = {}
+    loop_of = {i: loop for loop in lir.loops for i in range(loop.first, loop.last + 1)}
     for slot in plan.slots:
         command = slot.costed.command
         sync = command.kind == "sync"
@@ -240,7 +246,7 @@ def schedule_json(plan: Schedule) -> dict:
                 "contexts": list(slot.costed.contexts),
                 "lifetime": {"begin": slot.start, "end": slot.end},
                 "util": {"total_util": total},
-                "description": _description(slot),
+                "description": _description(slot, loop_of.get(command.index)),
                 "input_tensors": [index_of[b] for b in command.inputs],
                 "output_tensors": [index_of[b] for b in command.outputs],
                 "source": command.loc,

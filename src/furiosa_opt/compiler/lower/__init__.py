@@ -8,6 +8,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import takewhile
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,7 @@ from furiosa_opt.compiler.lower.engines import DERIVED
 from furiosa_opt.compiler.lower.loops import plan_loops
 from furiosa_opt.compiler.lower.opcodes import DMA_OPS, GATHER_OPS, PCOPY_OPS, SCATTER_OPS, VIEW_OPS
 from furiosa_opt.compiler.lower.placement import place
-from furiosa_opt.compiler.replay import region_end, replay_objects
+from furiosa_opt.compiler.replay import REPLAY, region_end, replay_objects
 from furiosa_opt.compiler.visa import format_attr
 from furiosa_opt.diagnostics import Location, VerifyError
 from furiosa_opt.dtypes import fill_pattern
@@ -62,17 +63,30 @@ class _Loop:
     count: int
     first: int  # the first command of the body
     back: dict[str, str]  # back-edge value → the `carried` value it becomes on the next pass
+    origin: int  # the `loop` op's index in the kernel
     guards: list[Scalar] = field(default_factory=list)  # the `if` conditions open here
 
 
+class _Unkeepable(Exception):
+    """A kept loop turned out to need unrolling: `loop` is its op index in the kernel, `why` the reason."""
+
+    def __init__(self, loop: int, why: str):
+        super().__init__(why)
+        self.loop, self.why = loop, why
+
+
 class _Lowering:
-    def __init__(self, kernel: visa.Kernel, root: Path | None):
-        keep, self.unrolled = plan_loops(kernel.ops)  # device loops: kept where the body can run as it is
-        self.ir, self.objects = replay_objects(kernel, unroll=True, keep=keep)
+    def __init__(self, kernel: visa.Kernel, root: Path | None, forced: dict[int, str] | None = None):
+        keep, self.unrolled = plan_loops(kernel.ops, forced or {})  # loops: kept where the body runs as it is
+        self.origins: list[int] = []  # the kernel's op behind each replayed op
+        self.ir, self.objects = replay_objects(kernel, unroll=True, keep=keep, origins=self.origins)
+        self.per_pass: dict[str, list[TensorView]] = {}  # a view that moves per pass → the view on each pass
         self.loop: _Loop | None = None  # the kept loop being lowered
         self.loops: list[tuple[Command, Command, int, str]] = []  # (first, last command, count, index)
         self.slot: dict[str, tuple[Scalar | int, int]] = {}  # carried value → (slot in the loop, slot after)
         self.looped = False  # the command being filled is in a kept loop's body
+        self.looped_index = ""  # … and that loop's index
+        self.origin: dict[int, int] = {}  # id(a kept loop's first command) → its `loop` op in the kernel
         self.root = root
         self.buffers: dict[str, Buffer] = {}
         self.of_value: dict[str, str] = {}  # vISA value → buffer name
@@ -89,7 +103,7 @@ class _Lowering:
         if self.loop is not None and value.name in self.loop.back:  # the other slot of the carried value's
             head = self.loop.back[value.name]
             name = self.of_value[value.name] = self.of_value[head]
-            self.slot[value.name] = (1 - self.slot[head][0], self.loop.count % 2)
+            self.slot[value.name] = (1 - self.slot[head][0], (self.loop.count + self.slot[head][1]) % 2)
             return name
         tensor = self.objects[value.name]
         name = f"T{len(self.buffers)}"
@@ -138,7 +152,8 @@ class _Lowering:
         self.lifetimes(results)
         place(list(self.buffers.values()), self.where)
         for pending, command in zip(self.pending, [c for c in self.commands if c.kind != "view"], strict=True):
-            self.looped = any(first.index <= command.index <= last.index for first, last, _, _ in self.loops)
+            inside = [index for first, last, _, index in self.loops if first.index <= command.index <= last.index]
+            self.looped, self.looped_index = bool(inside), inside[0] if inside else ""
             self.fill(pending, command)
         commands = _with_syncs(self.commands, self.buffers)
         self.lifetimes(results, commands)
@@ -153,21 +168,52 @@ class _Lowering:
 
     def open_loop(self, op: visa.Op) -> None:
         end = region_end(self.ir.ops, self.op_index[id(op)])
-        heads = [o.results[0].name for o in self.ir.ops[self.op_index[id(op)] + 1 : end] if o.opcode == "carried"]
+        body = self.ir.ops[self.op_index[id(op)] + 1 : end]
+        heads = [o.results[0].name for o in takewhile(lambda o: o.opcode == "carried", body)]
         back = dict(zip(self.ir.ops[end].operands, heads, strict=True))
         index = Scalar("index", (op.results[0].name, op.attr("count")))  # what runtime scalars read
-        self.loop = _Loop(index, op.attr("count"), len(self.commands), back)
+        self.loop = _Loop(index, op.attr("count"), len(self.commands), back, self.origins[self.op_index[id(op)]])
 
     def carry(self, op: visa.Op) -> None:
-        """A carried value: the first slot of its first value's buffer on even passes, the second on odd."""
+        """A carried value: pass k reads the slot of its first value's buffer where the value before the
+        loop is (slot 0, or where an earlier loop left it) on even passes, the other slot on odd ones."""
         name = self.of_value[op.results[0].name] = self.base_of(op.operands[0])
         self.buffers[name].slots = 2
-        self.slot[op.results[0].name] = (self.loop.index % 2, 0)
+        start = self.slot.get(op.operands[0], (0, 0))[1]
+        self.slot[op.results[0].name] = ((self.loop.index + start) % 2 if start else self.loop.index % 2, start)
 
     def close_loop(self) -> None:
         loop, self.loop = self.loop, None
         if len(self.commands) > loop.first:  # a body that moves nothing needs no loop
             self.loops.append((self.commands[loop.first], self.commands[-1], loop.count, loop.index.args[0]))
+            self.origin[id(self.commands[loop.first])] = loop.origin
+
+    def passes_of(self, op: visa.Op) -> None:
+        """A view that moves per pass (a runtime start, or made from a view that moves): the view each pass
+        sees, made as tracing would with the index bound."""
+        loop = self.loop
+        name = loop.index.args[0]
+        operand = op.operands[0]
+        sources = self.per_pass.get(operand, [self.objects[operand]] * loop.count)
+        self.per_pass[op.results[0].name] = [
+            REPLAY[op.opcode]([source], {key: _at_pass(value, name, k) for key, value in op.attrs})
+            for k, source in enumerate(sources)
+        ]
+
+    def travel(self, obj: object) -> Scalar | int:
+        """The bytes a view moves by per pass, times the index (0 for one that stays put); a view whose
+        address is not the same step apart on every pass makes its loop one to unroll."""
+        passes = self.per_pass.get(self._value_of(obj)) if isinstance(obj, TensorView) else None
+        if passes is None:
+            return 0
+        bases = [self.layout(view).base for view in passes]
+        step = bases[1] - bases[0] if len(bases) > 1 else 0
+        if any(base != bases[0] + k * step for k, base in enumerate(bases)):
+            first = next(loop[0] for loop in self.loops if loop[3] == self.looped_index)
+            raise _Unkeepable(
+                self.origin[id(first)], f"a view moves by unequal steps from pass to pass ({bases[:4]} … bytes)"
+            )
+        return Scalar("mul", (Scalar("index", (self.looped_index, len(bases))), step)) if step else 0
 
     def shift(self, obj: object) -> Scalar | int:
         """The bytes past its buffer's address where `obj` (a tensor or a view of one) starts: its slot, a
@@ -178,12 +224,17 @@ class _Lowering:
 
     def moving(self, command: Command, path: str, obj: object) -> None:
         """Record the runtime part of the address at `path` of the command's config, if `obj` has one."""
-        shift = self.shift(obj)
+        parts = [part for part in (self.shift(obj), self.travel(obj)) if isinstance(part, Scalar) or part]
+        shift = parts[0] + parts[1] if len(parts) == 2 else parts[0] if parts else 0
         if isinstance(shift, Scalar):
             command.offsets.append([path, repr(shift)])
 
     def lower_op(self, op: visa.Op) -> None:
         if op.opcode in VIEW_OPS:
+            if self.loop is not None and (
+                op.operands[0] in self.per_pass or any(isinstance(value, Scalar) for _, value in op.attrs)
+            ):
+                self.passes_of(op)
             base = self.base_of(op.operands[0])
             for value in op.results:
                 self.of_value[value.name] = base
@@ -453,5 +504,16 @@ def _with_syncs(commands: list[Command], buffers: dict[str, Buffer]) -> list[Com
     return final
 
 
+def _at_pass(value: object, index: str, k: int) -> object:
+    return value.evaluate({index: k}) if isinstance(value, Scalar) else value
+
+
 def lower(kernel: visa.Kernel, root: Path | None = None) -> Lir:
-    return _Lowering(kernel, root).run()
+    """The LIR of `kernel`; a device loop found unkeepable while it is lowered is unrolled, and the kernel
+    lowered again (at most once per loop)."""
+    forced: dict[int, str] = {}
+    while True:
+        try:
+            return _Lowering(kernel, root, forced).run()
+        except _Unkeepable as error:
+            forced[error.loop] = error.why

@@ -6,7 +6,9 @@ one buffer used in turn (the pass reads one, writes the other), which a runtime 
 selects. What that cannot express is unrolled, and the LIR records the reason:
 
 * a loop inside the body (the outer loop is unrolled; the inner one may be kept in each copy);
-* a view index, or any attribute but an `if` condition, that depends on the index;
+* a view whose address does not move by the same bytes every pass (`i * 16` does; `select(i == 0, 0, 16)`
+  over three passes does not: stage 2 finds it when it places the view, and lowers the kernel again), or
+  any other attribute but an `if` condition that depends on the index;
 * a gather or scatter (their index cells are read where the command is lowered);
 * a carried value that is not a fresh DM tensor on both ends (made before the loop and read only by
   the loop; made again in the body), or a value made in the body and read after the loop that the loop
@@ -14,6 +16,8 @@ selects. What that cannot express is unrolled, and the LIR records the reason:
 """
 
 from __future__ import annotations
+
+from itertools import takewhile
 
 from furiosa_opt.compiler import visa
 from furiosa_opt.compiler.lower.opcodes import GATHER_OPS, SCATTER_OPS, VIEW_OPS
@@ -23,8 +27,9 @@ from furiosa_opt.scalar import Scalar
 SLOTTED = {"dm"}  # the memories a carried value may take two places in (a VRF operand has no runtime offset)
 
 
-def plan_loops(ops: tuple[visa.Op, ...]) -> tuple[frozenset[int], list[list]]:
-    """(`id` of every `loop` op kept, [vISA op index, trip count, why] of every loop unrolled)."""
+def plan_loops(ops: tuple[visa.Op, ...], forced: dict[int, str]) -> tuple[frozenset[int], list[list]]:
+    """(`id` of every `loop` op kept, [vISA op index, trip count, why] of every loop unrolled); `forced`: the
+    loops (by op index) to unroll whatever their body, and why (what lowering found it could not keep)."""
     keep: set[int] = set()
     unrolled: list[list] = []
     producer = {value.name: (i, op) for i, op in enumerate(ops) for value in op.results}
@@ -36,7 +41,7 @@ def plan_loops(ops: tuple[visa.Op, ...]) -> tuple[frozenset[int], list[list]]:
         if op.opcode != "loop":
             continue
         end = region_end(ops, at)
-        why = _unkeepable(ops, at, end, producer, uses)
+        why = forced.get(at) or _unkeepable(ops, at, end, producer, uses)
         if why is None:
             keep.add(id(op))
         else:
@@ -51,9 +56,9 @@ def _unkeepable(ops: tuple[visa.Op, ...], at: int, end: int, producer: dict, use
             return "its body holds a device loop"
         if op.opcode in GATHER_OPS | SCATTER_OPS:
             return f"its body holds a `{op.opcode}`"
-        if op.opcode != "if" and any(isinstance(value, Scalar) for _, value in op.attrs):
-            return f"`{op.opcode}` takes a value that depends on the loop index (an address that moves per pass)"
-    heads = [(i, op) for i, op in enumerate(ops[at + 1 : end], at + 1) if op.opcode == "carried"]
+        if op.opcode not in {"if", *VIEW_OPS} and any(isinstance(value, Scalar) for _, value in op.attrs):
+            return f"`{op.opcode}` takes a value that depends on the loop index"
+    heads = list(takewhile(lambda head: head[1].opcode == "carried", enumerate(body, at + 1)))  # at its start
     for (place, head), back in zip(heads, ops[end].operands, strict=True):
         (before,) = head.operands
         made = producer.get(before)
