@@ -208,6 +208,13 @@ def test_a_broken_directory_is_one_line_naming_the_file(tmp_path, capsys, breaka
         assert "is F32, not bf16" in err
 
 
+def test_a_missing_directory_is_named(tmp_path, capsys):
+    assert (
+        run_error(tmp_path / "nowhere", capsys)
+        == f"error: {tmp_path / 'nowhere'}: no such directory (a Qwen3-0.6B checkpoint directory)"
+    )
+
+
 def test_run_model_needs_a_prompt():
     with pytest.raises(SystemExit):
         main(["run", "--model", "checkpoint-dir"])

@@ -61,6 +61,8 @@ class CheckpointError(Exception):
 
 
 def require(path: Path) -> Path:
+    if not path.parent.is_dir():
+        raise CheckpointError(f"{path.parent}: no such directory (a Qwen3-0.6B checkpoint directory)")
     if not path.is_file():
         raise CheckpointError(f"{path}: no such file (a Qwen3-0.6B checkpoint directory holds config.json, "
                               "model.safetensors and tokenizer.json)")  # fmt: skip
