@@ -10,6 +10,8 @@ import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
+
 from furiosa_opt.diagnostics import VerifyError
 
 # operator name → (Python operator, text); `sel` is `select`
@@ -142,6 +144,18 @@ class Scalar:
         if any(isinstance(v, Scalar) for v in values):
             return Scalar(self.op, tuple(values))
         return int(_BINARY[self.op](*values))
+
+    def on_passes(self, index: str, count: int) -> np.ndarray:
+        """Its value on each pass 0 … count-1 of the loop whose index is `index` (the only index it may
+        read), as int64, all passes at once; ZeroDivisionError if a pass divides by zero."""
+        if self.op == "index":
+            return np.arange(count, dtype=np.int64)
+        values = [arg.on_passes(index, count) if isinstance(arg, Scalar) else np.int64(arg) for arg in self.args]
+        if self.op == "sel":
+            return np.broadcast_to(np.where(values[0] != 0, values[1], values[2]), (count,)).astype(np.int64)
+        if self.op in ("div", "mod") and np.any(values[1] == 0):
+            raise ZeroDivisionError(f"{self!r} divides by zero")
+        return np.broadcast_to(_BINARY[self.op](*values), (count,)).astype(np.int64)
 
     def values(self) -> list[int]:
         """Every value it takes over its loops' ranges (refused past MAX_COMBINATIONS index tuples)."""

@@ -28,6 +28,22 @@ def test_expressions_fold_when_their_indices_are_bound():
     assert isinstance(renamed, Scalar) and renamed.indices() == {"%9": 4}
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["scalar(%3@7)", "scalar(mul (sub 1 (mod %3@7 2)) 32)", "scalar(div (sub 2 %3@7) 3)", "scalar(mod (sub 1 %3@7) 4)",
+     "scalar(sel (eq %3@7 0) 0 16)", "scalar(sel (ge %3@7 5) %3@7 -1)", "scalar(add 5 (ne %3@7 %3@7))"],
+)  # fmt: skip
+def test_a_scalar_on_every_pass_at_once_is_the_scalar_on_each(text):
+    scalar = parse_scalar(text)
+    expected = [scalar.evaluate({"%3": k}) for k in range(7)]
+    assert scalar.on_passes("%3", 7).tolist() == expected
+
+
+def test_a_division_by_zero_on_some_pass_is_one_error():
+    with pytest.raises(ZeroDivisionError):
+        parse_scalar("scalar(div 1 (sub %3@4 2))").on_passes("%3", 4)
+
+
 def test_the_text_round_trips():
     i = Scalar("index", ("%3", 4))
     for expression in (i, i * 16, (i + 1) % 3 == 2, select(i != 0, 16 - i, 0)):

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+import numpy as np
 
 from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.lir import CHIP_STRIDE, DM_BASE, Command, Lir
@@ -611,14 +612,14 @@ def offset_ranges(command: dict, loop: dict | None) -> dict[str, tuple[int, int]
     found: dict[str, tuple[int, int]] = {}
     for path, text in command["offsets"]:
         values = _values(parse_scalar(text), loop, f"command {command['index']}")
-        found[path] = (min(values), max(values))
+        found[path] = (int(values.min()), int(values.max()))
     return found
 
 
-def _values(scalar: Scalar, loop: dict, where: str) -> list[int]:
+def _values(scalar: Scalar, loop: dict, where: str) -> np.ndarray:
     """The runtime value on every pass of the loop."""
     try:
-        return [scalar.evaluate({loop["index"]: k}) for k in range(loop["count"])]
+        return scalar.on_passes(loop["index"], loop["count"])
     except ZeroDivisionError:
         raise _Malformed(f"{where}: {scalar!r} divides by zero") from None
 

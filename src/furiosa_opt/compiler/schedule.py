@@ -11,8 +11,9 @@ rule applies). TRF halves are different addresses, so a load into one half overl
 from __future__ import annotations
 
 import heapq
-from collections import Counter
 from dataclasses import dataclass
+
+import numpy as np
 
 from furiosa_opt.compiler.lir import Command, Lir, LoopRegion, overlapping
 from furiosa_opt.compiler.resource import Costed, cost, inter_slice_reduce_cycles, switch_cycles, transpose_cycles
@@ -108,11 +109,14 @@ def passes(commands: list[Command], loop: LoopRegion | None) -> list[tuple[froze
     a guarded command runs on the passes whose index meets its guard."""
     if loop is None:
         return [(frozenset(), 1)]
-    guards = [(c.index, parse_scalar(c.guard)) for c in commands if c.guard]
-    tally: Counter[frozenset[int]] = Counter()
-    for k in range(loop.count):
-        tally[frozenset(i for i, guard in guards if not guard.evaluate({loop.index: k}))] += 1
-    return list(tally.items())  # in first-seen order: pass 0's first
+    guarded = [c.index for c in commands if c.guard]
+    if not guarded:
+        return [(frozenset(), loop.count)]
+    runs = np.stack([parse_scalar(c.guard).on_passes(loop.index, loop.count) != 0 for c in commands if c.guard])
+    patterns, first, counts = np.unique(runs, axis=1, return_index=True, return_counts=True)
+    order = np.argsort(first)  # pass 0's first
+    return [(frozenset(i for i, runs_it in zip(guarded, patterns[:, p], strict=True) if not runs_it), int(counts[p]))
+            for p in order]  # fmt: skip
 
 
 def schedule(lir: Lir, strategy: str = "list") -> Schedule:

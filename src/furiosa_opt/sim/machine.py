@@ -17,7 +17,7 @@ from furiosa_opt.compiler.edf import CONTEXTS, Edf
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.dtypes import dtype_by_name
 from furiosa_opt.mapping import Axis, MappingError
-from furiosa_opt.scalar import Scalar, parse_scalar
+from furiosa_opt.scalar import parse_scalar
 from furiosa_opt.sim.memory import Fault, Memories
 from furiosa_opt.sim.tensor_unit import TensorUnit, Unsupported, mapping_of
 
@@ -40,22 +40,23 @@ def commands_run(edf: Edf) -> Iterator[tuple[str, dict]]:
     for loop in edf.loops:
         first, end = bisect_left(indices, loop["first"]), bisect_right(indices, loop["last"])
         yield from ordered[at:first]
-        body = [(context, command, _runtime(command)) for context, command in ordered[first:end]]
+        body = [(context, command, *_runtime(command, loop)) for context, command in ordered[first:end]]
         for k in range(loop["count"]):
-            env = {loop["index"]: k}
-            for context, command, (guard, offsets) in body:
-                if guard is None or guard.evaluate(env):
-                    yield context, _moved(command, offsets, env) if offsets else command
+            for context, command, runs, offsets in body:
+                if runs is None or runs[k]:
+                    yield context, _moved(command, offsets, k) if offsets else command
         at = end
     yield from ordered[at:]
 
 
-def _runtime(command: dict) -> tuple[Scalar | None, list[tuple[str, Scalar]]]:
-    guard = command["guard"] and parse_scalar(command["guard"])
-    return guard, [(path, parse_scalar(text)) for path, text in command["offsets"]]
+def _runtime(command: dict, loop: dict) -> tuple[np.ndarray | None, list[tuple[str, np.ndarray]]]:
+    """(whether each pass runs the command, or None: every pass; each runtime offset on each pass)."""
+    passes = (loop["index"], loop["count"])
+    runs = parse_scalar(command["guard"]).on_passes(*passes) != 0 if command["guard"] else None
+    return runs, [(path, parse_scalar(text).on_passes(*passes)) for path, text in command["offsets"]]
 
 
-def _moved(command: dict, offsets: list[tuple[str, Scalar]], env: dict[str, int]) -> dict:
+def _moved(command: dict, offsets: list[tuple[str, np.ndarray]], k: int) -> dict:
     """The command with each runtime offset added at its path (the configs it changes copied)."""
     command = dict(command)
     for path, offset in offsets:
@@ -66,7 +67,7 @@ def _moved(command: dict, offsets: list[tuple[str, Scalar]], env: dict[str, int]
             holder[key] = copied
             holder = copied
         key = int(last) if isinstance(holder, list) else last
-        holder[key] = holder[key] + offset.evaluate(env)
+        holder[key] = holder[key] + int(offset[k])
     return command
 
 
