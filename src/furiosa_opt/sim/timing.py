@@ -11,6 +11,7 @@ scheduler's order costs.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from furiosa_opt.compiler.edf import CONTEXTS, Edf
@@ -65,8 +66,10 @@ def simulate(edf: Edf) -> Timing:
     start: dict[int, int] = {}
     end: dict[int, int] = {}
     clock = 0
+    indices = [c.index for c in lir.commands]  # in order
     for segment, loop in segments(lir):
-        inside = [c for c in lir.commands if c.index in segment and c.index in order]
+        span = lir.commands[bisect_left(indices, segment.start) : bisect_left(indices, segment.stop)]
+        inside = [c for c in span if c.index in order]
         for n, (skipped, times) in enumerate(passes(inside, loop)):
             queues: dict[str, list[int]] = {context: [] for context in CONTEXTS}
             for c in sorted(inside, key=lambda c: order[c.index]):
