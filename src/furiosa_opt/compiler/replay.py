@@ -281,6 +281,9 @@ def _replay(op: visa.Op, objects: dict[str, object], tracer: Tracer) -> None:
     except FuriosaOptError as error:
         error.location = where
         raise
+    except AttributeError:  # the op's method is not one of this operand's
+        kinds = ", ".join(type(objects[name]).__name__ for name in op.operands if name in objects) or "no operand"
+        raise VerifyError("visa-operands", f"`{op.opcode}` does not apply to {kinds}", location=where) from None
     except (KeyError, IndexError, TypeError) as error:
         raise VerifyError(
             "visa-operands", f"`{op.opcode}` is missing an operand or attribute: {error}", location=where
