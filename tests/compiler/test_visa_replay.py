@@ -9,7 +9,8 @@ arg x %0: hbm<i32, [1], [A]>
 %1: view_mut<i32, [1], [A]> = view_mut %0  // t.py:7
 memset %1 ctx=sub code=0  // t.py:8
 %2: view<i32, [1], [A]> = view %0  // t.py:9
-%3: dm<i32, [1], [1 # 2], [A / 8 # 256], [A % 8]> = to_dm %2 ctx=tdma cluster=[1 # 2] slice=[A / 8 # 256] element=[A % 8]
+%3: dm<i32, [1], [1 # 2], [A / 8 # 256], [A % 8]> = to_dm %2 ctx=tdma cluster=[1 # 2] \
+slice=[A / 8 # 256] element=[A % 8]
 %4: view<i32, [1], [1 # 2], [A / 8 # 256], [A % 8]> = view %3  // t.py:10
 %5: hbm<i32, [1], [A]> = to_hbm %4 ctx=tdma element=[A]  // t.py:10
 return %5
