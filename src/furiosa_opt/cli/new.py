@@ -62,12 +62,13 @@ def names(name: str) -> tuple[str, str]:
 def dependencies() -> set[str]:
     """The import names of furiosa-opt's dependencies — every requirement, extras included, and what those
     need in turn — as installed here, plus the names of the requirements themselves."""
-    wanted, seen = [_requirements("furiosa-opt", extras=True)], set()
+    wanted, seen = [_requirements("furiosa-opt", extras=True)], {"furiosa-opt"}  # an extra may name its own
     while wanted:
         for distribution in wanted.pop():
             if distribution not in seen:
                 seen.add(distribution)
                 wanted.append(_requirements(distribution, extras=False))
+    seen.discard("furiosa-opt")
     found = {d.replace("-", "_") for d in seen}
     for module, owners in metadata.packages_distributions().items():
         if any(_normal(owner) in seen for owner in owners):
