@@ -49,7 +49,7 @@ class Span:
     engine: str  # the issuing context and what else it holds: `main`, `main+ve`, `tdma`, …
     begin: int  # cycles from the launch's start
     end: int
-    bytes: int  # bytes a DMA moves; for a compute command, the bytes of the buffers it writes
+    bytes: int  # bytes a DMA moves; for a compute command, the sizes the EDF gives the buffers it writes
     source: str  # the kernel line that asked for it (`file:line`), or ""
 
 
