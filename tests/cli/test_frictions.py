@@ -105,6 +105,16 @@ def test_run_of_an_unknown_program_says_what_it_looked_for_before_compiling(tmp_
     assert "run the module by its full name" not in done.stderr
 
 
+def test_a_bad_profile_level_stops_the_wrapper_in_one_line(tmp_path):
+    root = new.create("profpkg", tmp_path)
+    done = tool("test", cwd=root, TUC_PROFILE_LEVEL="loud", FURIOSA_OPT_OUT_DIR=str(tmp_path / "out"))
+    assert (done.returncode, done.stderr) == (
+        2,
+        "error: TUC_PROFILE_LEVEL='loud' is not one of off, info, debug, trace\n",
+    )
+    assert not (tmp_path / "out").exists()
+
+
 def test_top_level_help_and_errors_list_every_command(tmp_path):
     every = [*RUNNERS, *WRAPPED]
     assert {"run", "test", "bench", "build", "check", "doc"} <= set(every)

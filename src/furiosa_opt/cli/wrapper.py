@@ -119,6 +119,7 @@ def _run(names: list[str], command: str, args: list[str], signals: _Signals) -> 
     if command == "run" and not args:
         print(f"error: `furiosa-opt run` needs NAME|MODULE|FILE\n\n{WRAPPER_HELP}", file=sys.stderr)
         return 2
+    env.profile_level(), env.profile_out()  # a bad value is one line now, not a traceback in the command
     selected = selection(names, report)
     if selected is None:
         return 1
