@@ -18,13 +18,11 @@ from pathlib import Path
 from furiosa_opt.analysis.critical_path import critical_path
 from furiosa_opt.analysis.schedule import Schedule, parse_schedule
 from furiosa_opt.analysis.summary import UNKNOWN_SOURCE
-from furiosa_opt.cli.compile import Reporter, Target, compile_target
+from furiosa_opt.cli.compile import Reporter, Target, compile_target, summary_numbers
 from furiosa_opt.compiler.driver import Compiled
-from furiosa_opt.compiler.edf import read_edf
-from furiosa_opt.compiler.schedule import schedule_json, summary, summary_markdown
+from furiosa_opt.compiler.schedule import schedule_json, summary_markdown
 from furiosa_opt.files import printable, write_atomic
 from furiosa_opt.lang.device import DeviceFunction
-from furiosa_opt.sim.timing import compare, simulate
 
 TOP_LINES = 5  # source lines listed per kernel under "where the time goes"
 
@@ -71,16 +69,6 @@ def signature(kernel: DeviceFunction) -> str:
     returns = kernel.returns or ()
     result = "None" if not returns else repr(returns[0]) if len(returns) == 1 else f"tuple{list(returns)!r}"
     return f"def {kernel.__name__}({', '.join(params)}) -> {result}"
-
-
-def summary_numbers(result: Compiled) -> dict:
-    """The numbers of `furiosa-opt compile --dump-summary`'s summary.json: the static summary and the
-    simulated makespan beside it."""
-    numbers = summary(result.plan)
-    edf = read_edf(result.edf)
-    timing = simulate(edf)
-    numbers["simulated"] = {"makespan": timing.makespan, "versus_static": compare(edf, timing)}
-    return numbers
 
 
 @dataclass(frozen=True)

@@ -308,6 +308,16 @@ def _report(result: Compiled, report: Reporter) -> bool:
     return result.ok
 
 
+def summary_numbers(result: Compiled) -> dict:
+    """The numbers of `furiosa-opt compile --dump-summary`'s summary.json: the static summary and the
+    simulated makespan beside it."""
+    numbers = summary(result.plan)
+    edf = read_edf(result.edf)
+    timing = simulate(edf)
+    numbers["simulated"] = {"makespan": timing.makespan, "versus_static": compare(edf, timing)}
+    return numbers
+
+
 def _write_dumps(result: Compiled, options: argparse.Namespace) -> None:
     if options.dump_visa is not None:
         write_atomic(options.dump_visa, result.visa_text.encode())
@@ -321,10 +331,7 @@ def _write_dumps(result: Compiled, options: argparse.Namespace) -> None:
         data = json.dumps(schedule_json(result.plan), indent=1, sort_keys=True)
         write_atomic(options.dump_schedule, data.encode())
     if options.dump_summary is not None:
-        numbers = summary(result.plan)
-        edf = read_edf(result.edf)
-        timing = simulate(edf)
-        numbers["simulated"] = {"makespan": timing.makespan, "versus_static": compare(edf, timing)}
+        numbers = summary_numbers(result)
         write_atomic(options.dump_summary / "summary.json", json.dumps(numbers, indent=1).encode())
         write_atomic(options.dump_summary / "summary.md", summary_markdown(numbers).encode())
 
