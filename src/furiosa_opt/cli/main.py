@@ -1,6 +1,6 @@
 """Entry point of the `furiosa-opt` command (docs/design.md, "The furiosa-opt command").
 
-`compile`, `cache`, `schedule`, `view`, `new` and `doctor` are subcommands; `run`, `test`, `bench`,
+`compile`, `cache`, `schedule`, `tune`, `view`, `new` and `doctor` are subcommands; `run`, `test`, `bench`,
 `build`, `check`, `doc` and literal `python …` / `pytest …` lines go to the wrapper (`wrapper.py`), split
 by hand before argparse sees them.
 """
@@ -17,6 +17,7 @@ from furiosa_opt.cli.compile import run_compile
 from furiosa_opt.cli.doctor import run_doctor
 from furiosa_opt.cli.new import run_new
 from furiosa_opt.cli.schedule import add_schedule_parser, run_schedule
+from furiosa_opt.cli.tune import add_tune_parser, run_tune
 from furiosa_opt.cli.view import add_arguments as add_view_arguments
 from furiosa_opt.cli.view import run_view
 from furiosa_opt.cli.wrapper import SUMMARIES, WRAPPER_HELP, run_wrapper, split
@@ -51,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
         "--orphans", action="store_true", help="with clean: remove only the artifacts of kernels that no longer exist"
     )
     add_schedule_parser(commands)
+    add_tune_parser(commands)
     add_view_arguments(commands.add_parser("view", help="open the Schedule / IR graph viewer in a browser"))
     new = commands.add_parser("new", help="create a kernel package from the base template")
     new.add_argument("name", metavar="NAME", help="directory and package name (`my-kernels` imports as my_kernels)")
@@ -62,7 +64,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 RUNNERS = {"compile": run_compile, "cache": run_cache, "schedule": run_schedule, "view": run_view,
-           "new": run_new, "doctor": run_doctor}  # fmt: skip
+           "new": run_new, "doctor": run_doctor, "tune": run_tune}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
