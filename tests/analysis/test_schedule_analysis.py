@@ -44,10 +44,10 @@ def gemm_variant(tmp_path: Path) -> dict:
     """gemm with one mapping choice changed: A and B go to both clusters (`2`) instead of one padded
     to two (`1 # 2`). Written at the same relative path, so its `file:line` sources match gemm's."""
     text = (EXAMPLE / GEMM_FILE).read_text()
-    assert 'Cluster = m[choices.cluster]' in text and 'cluster=["1 # 2", ' in text  # the default is `1 # 2`
+    assert "Cluster = m[choices.cluster]" in text and 'cluster=["1 # 2", ' in text  # the default is `1 # 2`
     path = tmp_path / GEMM_FILE
     path.parent.mkdir(parents=True)
-    path.write_text(text.replace('Cluster = m[choices.cluster]', 'Cluster = m["2"]'))
+    path.write_text(text.replace("Cluster = m[choices.cluster]", 'Cluster = m["2"]'))
     spec = importlib.util.spec_from_file_location("gemm_variant", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
