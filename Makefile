@@ -76,6 +76,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/wrapper.py
 	$(BIN)/python benchmarks/viewer.py
 	$(BIN)/python benchmarks/mnist.py
+	$(BIN)/python benchmarks/tune.py
 
 clean:
 	rm -rf $(VENV) target .pytest_cache .hypothesis

@@ -83,7 +83,9 @@ def run_tune(options: argparse.Namespace) -> int:
     pool, start = None, time.perf_counter()
     try:
         with _Signals():
-            pool = executor(options.executor, options.address, options.workers)
+            pool = executor(
+                options.executor, options.address, options.workers, preload=(__name__, "furiosa_opt.cli.main")
+            )
             study = _search(search, target, folder, pool, settings)
     except ExecutorError as error:
         report.status("Error", str(error))
