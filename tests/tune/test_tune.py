@@ -317,3 +317,12 @@ def test_sigterm_stops_the_search_keeps_the_finished_trials_and_leaves_no_worker
     assert not trial_workers() - before, "a trial worker outlived the command"
     code, text = tool(root, "tune", KERNEL, "--workers", "2", "--resume")
     assert code == 0 and "18 trials in the study" in text, text
+
+
+def test_the_examples_of_the_space_docstrings_run():
+    import doctest
+
+    from furiosa_opt.tune import choices
+
+    result = doctest.testmod(choices)
+    assert result.attempted >= 5 and result.failed == 0

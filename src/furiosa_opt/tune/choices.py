@@ -32,7 +32,13 @@ class Space:
     """The declared choices (name → values, the first the default) and the assignment in force.
 
     Attributes read the assigned value (`choices.tile_i`); `options` and `defaults` describe the space to
-    the tuner; `source` says where the assignment came from (`defaults` or a file)."""
+    the tuner; `source` says where the assignment came from (`defaults` or a file).
+
+    Examples:
+        >>> choices = space(tile=[32, 64])
+        >>> list(choices), choices.tile
+        (['tile'], 32)
+    """
 
     options: dict[str, tuple[Value, ...]]
     values: dict[str, Value]
@@ -56,10 +62,17 @@ def space(**choices: list[Value]) -> Space:
     """Declare the module's named choices and return the assignment in force for it.
 
     Each keyword names a choice and lists its values, integers or mapping strings; the first is the default,
-    which must reproduce the kernel as it was before it was tuned.
+    which must reproduce the kernel as it was before it was tuned. In a kernel module:
 
         choices = space(tile_i=[32, 16, 64], tile_j=[32, 64, 128])
         Slice = m[f"I / {choices.tile_i}, J / {choices.tile_j}"]
+
+    Examples:
+        >>> choices = space(tile=[32, 64], split=["1 # 2", "I / 256"])
+        >>> choices.tile, choices.split, choices.source  # no tuned file beside this module: the defaults
+        (32, '1 # 2', 'defaults')
+        >>> choices.options["tile"], choices.defaults
+        ((32, 64), {'tile': 32, 'split': '1 # 2'})
     """
     caller = sys._getframe(1)
     location = Location(caller.f_code.co_filename, caller.f_lineno, caller.f_code.co_name)
