@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 # Everything above the bottom layer (mapping, dtypes, arch, diagnostics).
-HIGHER = {"lang", "verify", "backend", "compiler", "sim", "runtime", "cli", "viewer", "analysis"}
+HIGHER = {"lang", "verify", "backend", "compiler", "sim", "runtime", "tune", "cli", "viewer", "analysis"}
 
 # Exercises both paths of a `user_facing` entry point, which is where diagnostics used to look up the
 # tracer on the active backend.
