@@ -23,10 +23,11 @@ import numpy as np
 import pytest
 from backends import backend, compiled
 
-from furiosa_opt import Context, HbmTensor, HostTensor
+from furiosa_opt import Context
 from furiosa_opt.compiler.driver import compile_kernel, compile_visa
 from furiosa_opt.lang.device import DeviceFunction
 from furiosa_opt.lang.tensors import TensorView
+from furiosa_opt.tune.trial import random_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = int(os.environ.get("FURIOSA_OPT_TEST_SEED", np.random.SeedSequence().entropy % 2**32))
@@ -86,19 +87,7 @@ def _expected(identity: str) -> str | None:
 
 
 def _arguments(kernel: DeviceFunction, module: object, ctx: Context, rng: np.random.Generator) -> tuple:
-    hook = getattr(module, "differential_inputs", None)
-    given = hook(kernel, ctx, rng) if hook else None
-    if given is not None:
-        return tuple(given)
-    from furiosa_opt.lang import params
-
-    def leaf(t):
-        tensor = HostTensor.rand(t.dtype, t.params[-1], rng).to_hbm(ctx.pdma, t.params[0], t.params[-1])
-        if t.cls is HbmTensor:
-            return tensor
-        return tensor.view_mut() if t.cls.writable else tensor.view()
-
-    return tuple(params.build(p.type, leaf) for p in kernel.parameters if p.type is not None)
+    return random_arguments(kernel, ctx, rng, module)  # the tuner's simulated objective makes its inputs alike
 
 
 def _bytes(value: object) -> bytes:

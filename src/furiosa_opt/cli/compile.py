@@ -127,6 +127,20 @@ def selection(names: list[str], report: Reporter) -> tuple[Path, list[Package]] 
         return None
 
 
+def selected_targets(names: list[str], filters: list[str], report: Reporter) -> tuple[Path, list[Target], int] | None:
+    """The artifact directory, the kernels of the `-p` packages that the filters select (every kernel
+    without filters) and how many kernels there are in all; None (reported) when the workspace or one of
+    its modules cannot be read."""
+    selected_packages = selection(names, report)
+    if selected_packages is None:
+        return None
+    out, packages = selected_packages
+    found, problems = reported_targets(packages, report)
+    if problems:
+        return None
+    return out, filtered(found, filters, report), len(found)
+
+
 def failure(report: Reporter, code: str, message: str, identity: str | None = None) -> None:
     """A one-line error that is not at a source line (a file that cannot be written or read)."""
     report.diagnostic(Diagnostic(code, printable(message), "output", identity))
@@ -154,16 +168,12 @@ def run_compile(options: argparse.Namespace) -> int:
     report = Reporter(options.message_format == "json")
     if options.visa is not None:
         return _compile_visa(options, report)
-    selected_packages = selection(options.package, report)
-    if selected_packages is None:
+    chosen = selected_targets(options.package, options.filters, report)
+    if chosen is None:
         return 1
-    out, packages = selected_packages
-    found, problems = reported_targets(packages, report)
-    if problems:
-        return 1
-    selected = filtered(found, options.filters, report)
+    out, selected, total = chosen
     if not selected:
-        report.status("Error", "no kernel selected" + (f" (of {len(found)})" if found else ""))
+        report.status("Error", "no kernel selected" + (f" (of {total})" if total else ""))
         return 1
     if _dumps(options) and len(selected) != 1:
         names = "\n".join(f"    {t.source.identity}" for t in selected)

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from furiosa_opt.cli.compile import Reporter, filtered, reported_targets, selection
+from furiosa_opt.cli.compile import Reporter, selected_targets
 from furiosa_opt.files import printable
 from furiosa_opt.tune import study as studies
 from furiosa_opt.tune.executors import EXECUTORS, ExecutorError, executor
@@ -64,14 +64,10 @@ def run_tune(options: argparse.Namespace) -> int:
     if options.address and options.executor != "ray":
         report.status("Error", "--address names a Ray cluster: add --executor ray")
         return 2
-    selected_packages = selection(options.package, report)
-    if selected_packages is None:
+    selected = selected_targets(options.package, [options.kernel], report)
+    if selected is None:
         return 1
-    out, packages = selected_packages
-    found, problems = reported_targets(packages, report)
-    if problems:
-        return 1
-    chosen = filtered(found, [options.kernel], report)
+    out, chosen, _ = selected
     if len(chosen) != 1:
         names = "".join(f"\n    {t.source.identity}" for t in chosen)
         report.status("Error", f"tune needs exactly one kernel, {len(chosen)} match `{options.kernel}`{names}")

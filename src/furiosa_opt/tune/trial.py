@@ -153,10 +153,12 @@ def _outputs(kernel, backend: str, seed: int) -> list[bytes]:
         return [v.values().tobytes() for v in values]
 
 
-def random_arguments(kernel, ctx, rng: np.random.Generator) -> tuple:
-    """Random arguments for every tensor parameter, or what the module's `differential_inputs(kernel, ctx,
-    rng)` hook makes (for kernels whose inputs must be constrained, such as indices)."""
-    hook = getattr(sys.modules.get(kernel.fn.__module__), "differential_inputs", None)
+def random_arguments(kernel, ctx, rng: np.random.Generator, module: object = None) -> tuple:
+    """Random arguments for every tensor parameter, or what the `differential_inputs(kernel, ctx, rng)`
+    hook of the kernel's module (or of `module`) makes, for kernels whose inputs must be constrained, such
+    as indices. The differential harness makes its inputs with this too."""
+    module = module if module is not None else sys.modules.get(kernel.fn.__module__)
+    hook = getattr(module, "differential_inputs", None)
     given = hook(kernel, ctx, rng) if hook else None
     if given is not None:
         return tuple(given)
