@@ -326,3 +326,14 @@ def test_the_examples_of_the_space_docstrings_run():
 
     result = doctest.testmod(choices)
     assert result.attempted >= 5 and result.failed == 0
+
+
+def test_the_tpe_sampler_measures_as_many_distinct_points_as_asked(tmp_path):
+    root = scaffold(tmp_path)
+    code, text = tool(root, "tune", KERNEL, "--sampler", "tpe", "--trials", "4", "--workers", "2", "--seed", "3")
+    assert code == 0, text
+    header, *trials = study_of(root)
+    assert header["sampler"] == "tpe" and len(trials) == 4
+    assert len({key(t["choices"], SMALL) for t in trials}) == 4  # a point proposed twice is not measured twice
+    first = next(t for t in trials if t["number"] == 0)
+    assert key(first["choices"], SMALL) == (32, 32, "1 # 2")
