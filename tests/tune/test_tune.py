@@ -187,6 +187,10 @@ def test_bad_requests_are_one_line_errors(tmp_path):
     assert code == 1 and "tune needs exactly one kernel, 5 match `kernel`" in text, text
     code, text = tool(root, "tune", KERNEL, "--address", "auto")
     assert code == 2 and "--address names a Ray cluster: add --executor ray" in text, text
+    code, text = tool(root, "tune", KERNEL, "--executor", "ray", "--address", "127.0.0.1:1")  # nothing listens
+    assert code == 1 and "cannot reach a Ray cluster at 127.0.0.1:1: Connection refused" in text, text
+    code, text = tool(root, "tune", KERNEL, "--executor", "ray", "--address", "bogus")
+    assert code == 1 and "--address 'bogus' is not auto, host:port or ray://host:port" in text, text
     code, text = tool(root, "tune", KERNEL, "--trials", "0")
     assert code == 2 and "'0' is not a positive integer" in text, text
     tuned = module_of(root).with_name("gemm_kernel.tuned.json")

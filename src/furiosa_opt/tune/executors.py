@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import socket
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 
 EXECUTORS = ("local", "ray")
 RAY_MISSING = "the Ray executor needs Ray: pip install 'furiosa-opt[ray]'"
+REACH_SECONDS = 5.0  # to open a connection to a Ray cluster's address before Ray is asked to join it
 
 
 class ExecutorError(RuntimeError):
@@ -77,6 +79,7 @@ class RayExecutor:
         self.ray = ray
         self.owned = not ray.is_initialized()
         if self.owned:
+            _reachable(address)
             try:
                 ray.init(address=address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
             except (ConnectionError, RuntimeError, ValueError) as error:
@@ -102,6 +105,20 @@ class RayExecutor:
         for reference in self.submitted:
             self.ray.cancel(reference, force=True)
         self.close()
+
+
+def _reachable(address: str | None) -> None:
+    """Refuse at once a `host:port` or `ray://host:port` where nothing listens: Ray itself retries such
+    an address for minutes. `auto` and no address are Ray's to find (it fails fast when there is none)."""
+    if address is None or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not port.isdigit() or not host:
+        raise ExecutorError(f"--address {address!r} is not auto, host:port or ray://host:port")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_SECONDS).close()
+    except OSError as error:
+        raise ExecutorError(f"cannot reach a Ray cluster at {address}: {error.strerror or error}") from None
 
 
 def executor(
