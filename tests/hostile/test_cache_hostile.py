@@ -74,9 +74,12 @@ def test_a_changed_data_file_rebuilds_the_kernel(package):
 def test_kernels_without_data_files_keep_their_fast_key(package):
     """The fast digest of a kernel that reads no file is what it was before data files were recorded."""
     root, name, _ = package
-    assert furiosa(root, "compile", "gemm").code == 0
-    record = json.loads(next((root.parent / "out").rglob("*gemm_kernel.json")).read_text())
-    assert record["fast_key"]["data"] == {} and record["identity"] == f"{name}.kernel.gemm_kernel.gemm_kernel"
+    assert furiosa(root, "compile", "gemv", "gemm").code == 0
+    record = json.loads(next((root.parent / "out").rglob("*gemv_kernel.json")).read_text())
+    assert record["fast_key"]["data"] == {} and record["identity"] == f"{name}.kernel.gemv_kernel.gemv_kernel"
+    # gemm declares a search space, which looks for its tuned-choices file: its absence is in the key
+    gemm = json.loads(next((root.parent / "out").rglob("*gemm_kernel.json")).read_text())
+    assert gemm["fast_key"]["data"] == {f"src/{name}/kernel/gemm_kernel.tuned.json": "missing"}
     from furiosa_opt.compiler.cache import FastKey, digest
 
     fields = {k: v for k, v in record["fast_key"].items() if k != "data"}
