@@ -137,6 +137,10 @@ def test_resume_skips_the_finished_trials(tmp_path):
     trial_dirs = sorted(p.name for p in next((root.parent / "out" / "tune").iterdir()).glob("trial-*"))
     assert trial_dirs == [f"trial-{n:05d}" for n in range(6)]  # six compiles in all
 
+    code, text = tool(root, "tune", KERNEL, "--resume", "--sampler", "tpe")  # nothing left to measure
+    assert code == 0 and "6 trials in the study" in text, text
+    assert study_of(root)[1:] == trials
+
     code, text = tool(root, "tune", KERNEL, "--resume", "--objective", "simulated")
     assert code == 1 and "the study's objective is 'static'" in text and "Traceback" not in text, text
 

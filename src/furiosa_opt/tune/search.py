@@ -2,7 +2,8 @@
 
 Optuna's ask-and-tell interface drives it: up to `workers` trials are in flight; each finished one is
 told back (its makespan, or a failed trial for a refused, wrong or broken point) and appended to the
-study. Trial 0 is always the defaults, today's layout. A point the study has measured already (from an
+study. Trial 0 is always the defaults, today's layout. A resumed study's trials are given to the sampler
+first, so it goes on from what they found. A point the study has measured already (from an
 earlier run under `--resume`, or proposed twice) is told its recorded result and never compiled again;
 `trials` counts the points measured in this run. The search ends when that many are done, when every
 point of the space is known, or when the sampler has proposed only known points `REPEATS` times in a row
@@ -66,7 +67,11 @@ def tune(
     study = _opened(folder, studies.Study(kernel.identity, settings.objective, settings.sampler, space), settings)
     search = optuna.create_study(direction="minimize", sampler=_sampler(settings, space))
     distributions = {name: optuna.distributions.CategoricalDistribution(values) for name, values in space.items()}
-    search.enqueue_trial({name: values[0] for name, values in space.items()})
+    for record in study.trials:  # a resumed study's trials: the sampler learns from them, the grid skips them
+        search.add_trial(_frozen(record, study, distributions))
+    defaults = {name: values[0] for name, values in space.items()}
+    if study.find(defaults) is None:
+        search.enqueue_trial(defaults)
     size = math.prod(len(values) for values in space.values())
     running: dict[Future, tuple[dict[str, Value], list[optuna.Trial]]] = {}
     measured, number = 0, max((t["number"] for t in study.trials), default=-1) + 1
@@ -150,6 +155,12 @@ def _outcome(future: Future) -> dict:
         return future.result()
     except Exception as error:
         return {"state": "error", "message": f"the worker failed: {type(error).__name__}: {error}"[:500]}
+
+
+def _frozen(record: dict, study: studies.Study, distributions: dict) -> optuna.trial.FrozenTrial:
+    value = study.value(record)
+    state = optuna.trial.TrialState.FAIL if value is None else optuna.trial.TrialState.COMPLETE
+    return optuna.trial.create_trial(params=record["choices"], distributions=distributions, value=value, state=state)
 
 
 def _tell(search: optuna.Study, asked: optuna.Trial, study: studies.Study, record: dict) -> None:
