@@ -210,6 +210,7 @@ def replay_objects(
 
 
 REGIONS = {"loop": "end_loop", "if": "end_if"}
+CLOSERS = frozenset(REGIONS.values())
 
 
 def _run(
@@ -244,16 +245,41 @@ def _run(
 
 
 def region_end(ops: tuple[visa.Op, ...], at: int) -> int:
-    """The index of the op that closes the region opened at `at`."""
-    depth = 0
+    """The index of the op that closes the region opened at `at`. Regions nest: a closer of the other kind
+    than the innermost open region's is refused, and so is an `end_loop` that names another number of
+    values than its loop carries (hand-written or damaged vISA)."""
+    opened: list[int] = []  # the indices of the regions open, innermost last
     for end in range(at, len(ops)):
-        depth += (ops[end].opcode in REGIONS) - (ops[end].opcode in REGIONS.values())
-        if depth == 0:
-            return end
-    where = Location(ops[at].loc.file, ops[at].loc.line, ops[at].opcode) if ops[at].loc else None
+        op = ops[end]
+        if op.opcode in REGIONS:
+            opened.append(end)
+        elif op.opcode in CLOSERS:
+            start = opened.pop()
+            _check_closer(ops, start, end)
+            if not opened:
+                return end
     raise VerifyError(
-        "visa-region", f"`{ops[at].opcode}` is never closed by `{REGIONS[ops[at].opcode]}`", location=where
+        "visa-region", f"`{ops[at].opcode}` is never closed by `{REGIONS[ops[at].opcode]}`", location=_where(ops[at])
     )
+
+
+def _check_closer(ops: tuple[visa.Op, ...], start: int, end: int) -> None:
+    opener, closer = ops[start], ops[end]
+    line = opener.loc.line if opener.loc else "?"
+    if closer.opcode != REGIONS[opener.opcode]:
+        message = (
+            f"`{closer.opcode}` closes the `{opener.opcode}` of line {line}, which `{REGIONS[opener.opcode]}` closes"
+        )
+        raise VerifyError("visa-region", message, location=_where(closer))
+    if opener.opcode == "loop":
+        carried = sum(1 for _ in takewhile(lambda op: op.opcode == "carried", ops[start + 1 : end]))
+        if len(closer.operands) != carried:
+            message = f"`end_loop` names {len(closer.operands)} value(s), the loop of line {line} carries {carried}"
+            raise VerifyError("visa-region", message, location=_where(closer))
+
+
+def _where(op: visa.Op) -> Location | None:
+    return Location(op.loc.file, op.loc.line, op.opcode) if op.loc else None
 
 
 def _bound(value: object, objects: dict, op: visa.Op) -> object:
