@@ -40,19 +40,25 @@ def _kept_loop_text() -> str:
 
 def test_regions_must_nest_and_an_end_loop_must_name_what_its_loop_carries(tmp_path):
     """Found by the vISA fuzzer: with the `if` line gone, its `end_if` was taken to close the loop, and
-    stage 2 failed inside its loop planning (a ValueError from zip) instead of refusing the text."""
+    stage 2 failed inside its loop planning (a ValueError from zip) instead of refusing the text; a
+    second `end_loop` failed there too (an AttributeError)."""
     import hostile.seed_kernels as seeds
 
     text = _kept_loop_text()
     source = Path(seeds.__file__).read_text().splitlines()
     loop = next(n for n, line in enumerate(source, 1) if "device_range(3)" in line)
     lines = text.splitlines(keepends=True)
-    (if_line,) = [line for line in lines if " = if " in line or line.startswith("if ")]
+    (if_line,) = [line for line in lines if line.startswith("if ")]
+    (end_if,) = [line for line in lines if line.startswith("end_if")]
     (end_loop,) = [line for line in lines if line.startswith("end_loop ")]
+    when = next(n for n, line in enumerate(source, 1) if "when(i == 1)" in line)
     cases = {
         "no-if": (text.replace(if_line, ""), f"`end_if` closes the `loop` of line {loop}, which `end_loop` closes"),
+        "no-end-if": (text.replace(end_if, ""), f"`end_loop` closes the `if` of line {when}, which `end_if` closes"),
         "end-loop-bare": (text.replace(end_loop, "end_loop  //" + end_loop.split("//")[1]),
                           f"`end_loop` names 0 value(s), the loop of line {loop} carries 1"),
+        "end-loop-twice": (text.replace(end_loop, end_loop * 2), "`end_loop` closes no open region"),
+        "no-end-loop": (text.replace(end_loop, ""), "`loop` is never closed by `end_loop`"),
     }  # fmt: skip
     for name, (broken, message) in cases.items():
         path = tmp_path / f"{name}.visa"

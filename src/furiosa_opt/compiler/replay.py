@@ -183,6 +183,7 @@ def replay_objects(
     each `if` region when its condition holds, so the result is straight-line — except the loops whose
     `loop` op is in `keep` (by `id`), which are re-traced as regions (what stage 2 lowers). `origins`, if
     given, receives the index in `kernel.ops` of the op behind each op of the result."""
+    check_regions(kernel.ops)
     tracer = Tracer(collect=False, locate=False)  # every op takes its location from the text
     objects: dict[str, object] = {}
     with using(tracer):
@@ -245,22 +246,31 @@ def _run(
 
 
 def region_end(ops: tuple[visa.Op, ...], at: int) -> int:
-    """The index of the op that closes the region opened at `at`. Regions nest: a closer of the other kind
-    than the innermost open region's is refused, and so is an `end_loop` that names another number of
-    values than its loop carries (hand-written or damaged vISA)."""
-    opened: list[int] = []  # the indices of the regions open, innermost last
+    """The index of the op that closes the region opened at `at` (in ops `check_regions` accepted)."""
+    depth = 0
     for end in range(at, len(ops)):
-        op = ops[end]
-        if op.opcode in REGIONS:
-            opened.append(end)
-        elif op.opcode in CLOSERS:
-            start = opened.pop()
-            _check_closer(ops, start, end)
-            if not opened:
-                return end
+        depth += (ops[end].opcode in REGIONS) - (ops[end].opcode in CLOSERS)
+        if depth == 0:
+            return end
     raise VerifyError(
         "visa-region", f"`{ops[at].opcode}` is never closed by `{REGIONS[ops[at].opcode]}`", location=_where(ops[at])
     )
+
+
+def check_regions(ops: tuple[visa.Op, ...]) -> None:
+    """Regions nest: each closer closes the innermost open region, of its own kind, and every region is
+    closed; an `end_loop` names one value per `carried` op at its loop body's start. Hand-written or
+    damaged text that breaks this is `visa-region` at the op, before anything is replayed or lowered."""
+    opened: list[int] = []  # the indices of the regions open, innermost last
+    for end, op in enumerate(ops):
+        if op.opcode in REGIONS:
+            opened.append(end)
+        elif op.opcode in CLOSERS:
+            if not opened:
+                raise VerifyError("visa-region", f"`{op.opcode}` closes no open region", location=_where(op))
+            _check_closer(ops, opened.pop(), end)
+    if opened:
+        region_end(ops, opened[-1])  # refuses the innermost region left open
 
 
 def _check_closer(ops: tuple[visa.Op, ...], start: int, end: int) -> None:
