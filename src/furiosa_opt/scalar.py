@@ -192,10 +192,10 @@ def parse_scalar(text: str) -> Scalar:
     def expression(at: int) -> tuple[object, int]:
         token = tokens[at]
         if token != "(":
-            if token.lstrip("-").isdigit():
+            if token.lstrip("-").isascii() and token.lstrip("-").isdigit():
                 return int(token), at + 1
             name, sep, count = token.partition("@")
-            if not (name.startswith("%") and sep and count.isdigit()):
+            if not (name.startswith("%") and sep and count.isascii() and count.isdigit()):
                 raise ValueError(f"unknown runtime scalar term `{token}`")
             return Scalar("index", (name, int(count))), at + 1
         if tokens[at + 1] in _BINARY or tokens[at + 1] == "sel":

@@ -157,6 +157,6 @@ def parse_switch_config(text: str) -> SwitchConfig:
     if match["kind"] == "Forwarding":
         return SwitchConfig.Forwarding
     values = dict(part.strip().split("=", 1) for part in match["fields"].split(",") if part.strip())
-    if tuple(values) != VARIANTS[match["kind"]] or not all(v.isdigit() for v in values.values()):
+    if tuple(values) != VARIANTS[match["kind"]] or not all(v.isascii() and v.isdigit() for v in values.values()):
         raise ValueError(f"`{text}` does not give SwitchConfig.{match['kind']} its fields {VARIANTS[match['kind']]}")
     return SwitchConfig(match["kind"], **{k: int(v) for k, v in values.items()})

@@ -275,3 +275,11 @@ def test_the_damage_is_damage():
     one()
     assert sum(changed) >= 25
     assert copy.deepcopy(bodies) == [edf_body(result.edf) for result in compiled()]  # the seeds stay intact
+
+
+def test_a_digit_that_int_does_not_read_is_a_syntax_error(tmp_path):
+    """Found by the vISA fuzzer: `A=²` passed `str.isdigit` and failed in `int` with a ValueError."""
+    path = tmp_path / "k.visa"
+    path.write_text("kernel a.b chip=1 pe=8\naxes A=\u00b2\nreturn %0\n")
+    with pytest.raises(VisaFileError, match="expected `Name=size`, got `A=\u00b2`"):
+        load_visa(path)

@@ -600,7 +600,7 @@ def _config_at(command: dict, path: str) -> Any:
     for key in path.split("."):
         if isinstance(value, dict):
             value = value.get(key)
-        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+        elif isinstance(value, list) and key.isascii() and key.isdigit() and int(key) < len(value):
             value = value[int(key)]
         else:
             return None

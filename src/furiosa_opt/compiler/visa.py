@@ -178,7 +178,7 @@ class _Reader:
         loc = None
         if loc_text:
             file, _, number = loc_text.rpartition(":")
-            if not number.isdigit():
+            if not (number.isascii() and number.isdigit()):
                 raise VisaSyntaxError(line, f"expected `// file:line`, got `// {loc_text}`")
             loc = Loc(file, int(number))
         sides = _split_top(body, " = ")  # a mapping may hold ` = ` itself (`[B = 4 # 8]`)
@@ -213,7 +213,7 @@ class _Reader:
             raise VisaSyntaxError(number, "expected `axes Name=size …`")
         for word in text.split()[1:]:
             name, _, size = word.partition("=")
-            if not size.isdigit():
+            if not (size.isascii() and size.isdigit()):  # `²`.isdigit() too
                 raise VisaSyntaxError(number, f"expected `Name=size`, got `{word}`")
             self.scope[name] = Axis(name, int(size))
         args, paths, ops = [], [], []

@@ -113,7 +113,7 @@ def _reachable(address: str | None) -> None:
     if address is None or address == "auto":
         return
     host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not port.isdigit() or not host:
+    if not (port.isascii() and port.isdigit()) or not host:
         raise ExecutorError(f"--address {address!r} is not auto, host:port or ray://host:port")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_SECONDS).close()
