@@ -40,6 +40,8 @@ CASES = {
                         "'../*' is not a relative glob pattern", "members = "),
     "members absolute": (replace_all(b'[tool.furiosa-opt-workspace]\nmembers = ["/etc/*"]\n'),
                          "'/etc/*' is not a relative glob pattern", "members = "),
+    "members the root": (replace_all(b'[tool.furiosa-opt-workspace]\nmembers = ["."]\n'),  # found by the fuzzer
+                         "'.' is not a relative glob pattern", "members = "),
     "kernel-package a string": (replace_all(b'[tool.furiosa-opt]\nkernel-package = "yes"\n'),
                                 "kernel-package` must be true or false, not 'yes'", "kernel-package = "),
     "tool a string": (replace_all(b"tool = 3\n"), "`tool` must be a table, not an integer", "tool = "),

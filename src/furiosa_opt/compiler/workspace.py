@@ -133,7 +133,8 @@ def check_config(config: dict) -> tuple[str, str] | None:
                 "members"
             )
         for pattern in members:
-            if not pattern or Path(pattern).is_absolute() or ".." in Path(pattern).parts or "\0" in pattern:
+            parts = Path(pattern).parts  # `.` has none: the workspace itself, which globbing cannot name
+            if not parts or Path(pattern).is_absolute() or ".." in parts or "\0" in pattern:
                 return f"`[tool.furiosa-opt-workspace] members`: {_shown(pattern)} is not a relative glob pattern", (
                     "members"
                 )
