@@ -8,7 +8,6 @@ best choices go to the tuned file beside the kernel's module, which the next com
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import time
@@ -19,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from furiosa_opt.cli.compile import Reporter, selected_targets
+from furiosa_opt.cli.signals import Stopping
 from furiosa_opt.files import printable
 from furiosa_opt.tune import study as studies
 from furiosa_opt.tune.executors import EXECUTORS, ExecutorError, executor
@@ -124,22 +124,11 @@ class _Stopped(Exception):
         self.signum = signum
 
 
-class _Signals:
+class _Signals(Stopping):
     """SIGINT and SIGTERM stop the search: the trials in flight are killed (a finished trial is in the
     study already) and the command exits 130 or 143 with one line; a second signal meanwhile is ignored."""
 
-    def __enter__(self) -> _Signals:
-        self.pid = os.getpid()
-        self.previous = {s: signal.signal(s, self.handle) for s in (signal.SIGINT, signal.SIGTERM)}
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for number, handler in self.previous.items():
-            signal.signal(number, handler)
-
-    def handle(self, signum: int, frame: object) -> None:
-        if os.getpid() != self.pid:  # a process forked from this one inherited the handler: it goes
-            os._exit(128 + signum)
+    def stop(self, signum: int) -> None:
         for number in self.previous:
             signal.signal(number, signal.SIG_IGN)
         raise _Stopped(signum)

@@ -39,6 +39,7 @@ from furiosa_opt.cli.compile import (
     selection,
     targets,
 )
+from furiosa_opt.cli.signals import Stopping
 from furiosa_opt.compiler import cache
 from furiosa_opt.compiler.workspace import Package
 
@@ -155,11 +156,10 @@ class _Stopped(BaseException):
         self.signum = signum
 
 
-class _Signals:
+class _Signals(Stopping):
     """The wrapper's SIGINT and SIGTERM handler, installed while it runs (see the module docstring)."""
 
     def __init__(self) -> None:
-        self.pid = os.getpid()
         self.received: int | None = None  # the first signal, or SIGTERM once one came
         self.command: subprocess.Popen | None = None
         self.starting = False  # the command is being started: a signal now waits for it to exist
@@ -169,17 +169,7 @@ class _Signals:
         self.deadline: float | None = None  # when a command sent SIGTERM is killed
         self.workers: set[int] = set()  # compile workers killed, whose temporary files are removed
 
-    def __enter__(self) -> _Signals:
-        self.previous = {s: signal.signal(s, self.handle) for s in (signal.SIGINT, signal.SIGTERM)}
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for number, handler in self.previous.items():
-            signal.signal(number, handler)
-
-    def handle(self, signum: int, frame: object) -> None:
-        if os.getpid() != self.pid:  # a forked compile worker inherited this handler: it goes, quietly
-            os._exit(128 + signum)
+    def stop(self, signum: int) -> None:
         first = self.received is None
         if first or signum == signal.SIGTERM:
             self.received = signum
