@@ -9,7 +9,7 @@ import pytest
 
 from furiosa_opt.mapping import MappingError, axes, m
 from furiosa_opt.mapping.parse import parse
-from furiosa_opt.mapping.relayout import relayout_index
+from furiosa_opt.mapping.relayout import RelayoutError, check_relayout, relayout_index
 from furiosa_opt.mapping.sequencer import (
     Entry,
     Mode,
@@ -20,6 +20,7 @@ from furiosa_opt.mapping.sequencer import (
     odometer,
     sequence,
 )
+from furiosa_opt.mapping.views import plan
 
 
 def configs(memories, streams, mode=Mode.READ):
@@ -172,6 +173,70 @@ def test_write_must_not_land_on_padding_or_live_cells():
         sequence([m["A = 3 # 4"]], [m["A"]], Mode.WRITE)
     with pytest.raises(SequencerError, match="no memory padding is left"):
         sequence([m["A, N"]], [m["1 # 2, A"], m["N"]], Mode.WRITE)
+
+
+# ---- a digit the streams name more often than memory holds it -----------------------------------------
+
+
+def test_read_repeats_a_digit_the_streams_name_twice():
+    # The packet's `B / 8` reads the digit and the time's repeats it, so every step (a, b8) reads row a
+    # whole, in one contiguous 32-element run.
+    A, B = axes(A=8, B=32)
+    time, packet = sequence([m["1"], m["A, B"]], [m["A, B / 8"], m["B"]], Mode.READ)
+    assert [str(e) for e in time] == ["8:32 m1", "4:0"] and [str(e) for e in packet] == ["32:1 m1"]
+    assert max_access(time, packet, 32) == 32
+    _, offsets = odometer(time + packet, 2)
+    a, _, b = np.indices((8, 4, 32))
+    assert np.array_equal(offsets, (a * 32 + b).ravel())  # DM `A, B`: row a, column b
+    assert fetch(m["1"], m["B"], m["B"], m["B"]) == [["32:0"], ["32:1 m1"]]  # the whole axis, per step
+    assert configs([m["A, B"]], [m["A, B / 8"], m["B"]], Mode.CARVE) == [["8:32", "4:0"], ["32:1"]]
+
+
+def test_repeats_pair_in_order_and_the_outermost_extra_ones_reread():
+    B = axes(B=32)
+    # memory holds `B / 8` twice (outer at 32, inside `B` at 8), the streams name it three times
+    assert configs([m["B / 8, B"]], [m["B / 8, B / 8"], m["B"]]) == [["4:0", "4:32"], ["32:1"]]
+
+
+def test_write_of_a_digit_named_twice_needs_a_memory_that_holds_it_twice():
+    A, B = axes(A=8, B=32)
+    with pytest.raises(SequencerError, match="`B / 8 % 4` is claimed twice by the streams") as error:
+        sequence([m["A, B"]], [m["A, B / 8"], m["B"]], Mode.WRITE)
+    assert error.value.kind == "StreamUnmatchedSegment"
+    time, packet = sequence([m["A, B / 8, B"]], [m["A, B / 8"], m["B"]], Mode.WRITE)
+    (offsets,) = odometer(time + packet)
+    assert offsets.tolist() == list(range(8 * 4 * 32))  # position (a, b8, b) lands on cell (a, b8, b)
+
+
+@pytest.mark.parametrize(
+    ("src", "dst"),
+    [
+        ("A, B", "A, B / 8, B"),
+        ("B", "B, B"),
+        ("A, B / 8, B", "A, B / 8, B"),
+        ("B / 8, B", "B / 8, B / 8, B"),
+        ("A, B", "B / 8, A # 16, B % 8, B / 8"),
+    ],
+)
+def test_relayout_views_reread_as_the_walk_does(src, dst):
+    """The CPU backend moves data by views (`views.plan`); the compiled program walks the sequencer."""
+    scope = dict(zip(("A", "B"), axes(A=8, B=32), strict=True))
+    src, dst = parse(src, scope), parse(dst, scope)
+    (entries,) = sequence([src], [dst], Mode.CARVE)
+    (offsets,) = odometer(entries)
+    got = plan(src.factors, dst.factors).apply(np.arange(src.size, dtype=np.int64)[None], fill=-1)[0]
+    live = got >= 0
+    assert np.array_equal(got[live], offsets[live])
+    assert np.array_equal(relayout_index(src.factors, dst.factors), got)
+
+
+def test_relayout_rereads_only_where_broadcasts_are_allowed():
+    A, B, C = axes(A=8, B=32, C=3)
+    with pytest.raises(RelayoutError, match="`B / 8 % 4` would be broadcast"):
+        check_relayout(m["A, B"].factors, m["A, B / 8, B"].factors, False)
+    # decoding sums the coordinates a position names, so layouts with composite atoms cannot re-read
+    with pytest.raises(RelayoutError, match="`A / 4 % 2` is read twice"):
+        relayout_index(m["A, [B, C] # 100"].factors, m["A / 4, A, [B, C] # 100"].factors)
 
 
 # ---- fetch engine -----------------------------------------------------------------------------------

@@ -9,13 +9,11 @@ compile upstream: its switch check is closed source, and the snapshot that lists
 Here every one is refused, and the rule that refuses it is the marker on its line. Most refusals are reported on
 the `.switch(` line, so the call's arguments sit on the lines below it.
 
-`invalid_slice2_mismatch` and `invalid_slice0_mismatch` are refused earlier than the switch, at their `.fetch`:
-both name the same digits of `B` in the fetch's Time and in its Packet (`[A, B / 8] | [B]` reads `B / 8 % 4`
-twice, `[B] | [B]` all of `B`). The fetch sequencer walks each digit of the DM tensor with one loop, so a stream
-that claims a digit twice has no reading (rule `fetch-unreadable`, "claimed twice by the streams"); the switch
-stage, whose OutSlice is what these fixtures get wrong, is never reached. Upstream's emulator runs them, so its
-fetch accepts the repeated axis; we keep the kernels as written rather than change their fetch so that the
-switch would see them."""
+`invalid_slice2_mismatch` and `invalid_slice0_mismatch` name the same digits of `B` in the fetch's Time and in
+its Packet (`[A, B / 8] | [B]` reads `B / 8 % 4` twice, `[B] | [B]` all of `B`). Upstream's emulator runs them,
+and so does our fetch: a read may take one DM digit at several stream positions, the outer ones repeating
+(stride 0) what the packet reads (docs/guide/tensor-unit.md). So they reach the switch, and are refused there for
+the OutSlice their names say they get wrong."""
 
 from furiosa_opt import *
 
@@ -89,9 +87,9 @@ def invalid_slice2_mismatch(
     input_dm = input.to_dm(ctx.tdma, Cluster, m["C / 128, C % 128"], m["A, B"])
     result = (
         ctx.main.begin(input_dm.view())
-        .fetch(m["A, B / 8"], m["B"])  # refused[visa]: fetch-unreadable
+        .fetch(m["A, B / 8"], m["B"])
         .fetch_cast(i8)
-        .switch(
+        .switch(  # refused[visa]: switch-output-mismatch
             SwitchConfig.InterTranspose(slice1=8, slice0=16, time0=2),
             m["D % 2, A, C % 16"],
             m["B / 16, E % 2, C / 16 % 8"],
@@ -110,9 +108,9 @@ def invalid_slice0_mismatch(
     input_dm = input.to_dm(ctx.tdma, Cluster, m["D % 2, A, C % 16"], m["B"])
     result = (
         ctx.main.begin(input_dm.view())
-        .fetch(m["B"], m["B"])  # refused[visa]: fetch-unreadable
+        .fetch(m["B"], m["B"])
         .fetch_cast(i8)
-        .switch(
+        .switch(  # refused[visa]: switch-output-mismatch
             SwitchConfig.InterTranspose(slice1=8, slice0=16, time0=2),
             m["D % 2, A, B / 2"],
             m["B / 8, B / 4 % 2, B % 2, C / 16 % 8"],

@@ -207,7 +207,11 @@ class Stream:
 
     @user_facing
     def fetch(self, time: Mapping, packet: Mapping) -> Stream:
-        """Read the DM view as `time` steps of `packet` elements (axes the view lacks are re-read)."""
+        """Read the DM view as `time` steps of `packet` elements. Axes the view lacks are re-read, and so is a
+        digit named more often than the view holds it (its outer occurrences repeat the innermost's read):
+
+            s.fetch(m["A, B / 8"], m["B"])  # DM `A, B`: every step (a, b8) reads the whole row a
+        """
         self._expect("fetch")
         rules.check_fetch(self.time, self.packet, time, packet)
         return self._recorded(self._next("fetch", time, packet, broadcast=True), "fetch", time=time, packet=packet)

@@ -10,6 +10,8 @@ then splits into sub-digits between consecutive boundaries, and sub-digits match
 from __future__ import annotations
 
 import itertools
+from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from furiosa_opt.mapping.expr import MappingError
@@ -112,6 +114,32 @@ def refine(*mappings: Factors) -> list[list[SubDigit]]:
     sides = [digits(fs) for fs in mappings]
     cuts = chains(*sides)
     return [split(side, cuts) for side in sides]
+
+
+def rereads(held: list[Hashable], reads: list[Hashable]) -> Counter:
+    """Per sub-digit (`(key, cut)`), how many of its occurrences in `reads` re-read what `held` holds:
+    those beyond the number of times `held` has it, when `held` has it at all. A read may take one memory
+    digit at several stream positions; the outermost extra occurrences repeat (stride 0) what the inner
+    ones read, so a packet that names the digit still gets its contiguous run (`[A, B / 8] | [B]` reads
+    the whole row `B` at every step of `B / 8`)."""
+    have, want = Counter(held), Counter(reads)
+    return Counter({k: n - have[k] for k, n in want.items() if 0 < have[k] < n})
+
+
+def pairing(held: list[Hashable], reads: list[Hashable]) -> list[int | None]:
+    """For each entry of `reads`, the index of the `held` entry it reads, or None where it reads none (a
+    sub-digit `held` lacks, or a re-read, see `rereads`). Repeated sub-digits pair in order."""
+    extra, seen = rereads(held, reads), Counter()
+    where: dict[Hashable, list[int]] = {}
+    for i, k in enumerate(held):
+        where.setdefault(k, []).append(i)
+    out: list[int | None] = []
+    for k in reads:
+        i = seen[k] - extra[k]
+        seen[k] += 1
+        have = where.get(k, [])
+        out.append(have[i] if 0 <= i < len(have) else None)
+    return out
 
 
 def describe_subdigit(key, cut: int, count: int) -> str:

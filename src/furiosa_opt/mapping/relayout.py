@@ -2,8 +2,10 @@
 
 For every live destination position the index map gives the source position holding the same
 logical index (or -1 where the destination is padding). Destination axes the source lacks are
-broadcast; every live source cell must be read; both sides must split shared axes compatibly — the
-rules upstream's sequencer enforces, checked here structurally on the joint refinement.
+broadcast, and so are the outer repeats of a digit the destination names more often than the source
+(`refine.pairing`, the sequencer's read rule); every live source cell must be read; both sides must split
+shared axes compatibly — the rules upstream's sequencer enforces, checked here structurally on the joint
+refinement.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numpy as np
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.mapping.expr import MappingError
 from furiosa_opt.mapping.factors import BC, Comp, Factors, SymAtom, has_composite, render_factors, size
-from furiosa_opt.mapping.refine import describe_subdigit, refine
+from furiosa_opt.mapping.refine import describe_subdigit, pairing, refine, rereads
 from furiosa_opt.memo import bytes_cache
 
 _CHUNK = 1 << 22
@@ -54,22 +56,21 @@ def _check(src: Factors, dst: Factors, allow_broadcast: bool, allow_drop: bool) 
         src_subs, dst_subs = refine(src, dst)
     except MappingError as error:
         raise RelayoutError("incompatible", f"{where}: {error}") from None
-    reads = {(d.key, d.cut): d.count for d in dst_subs}
-    held = {(d.key, d.cut): d.count for d in src_subs}
-    for d in src_subs:
-        count = reads.get((d.key, d.cut), 0)
-        if count < d.count and not allow_drop:
+    partner = pairing([(d.key, d.cut) for d in src_subs], [(d.key, d.cut) for d in dst_subs])
+    reads = {i: d.count for i, d in zip(partner, dst_subs, strict=True) if i is not None}
+    for i, d in enumerate(src_subs):
+        if reads.get(i, 0) < d.count and not allow_drop:
             part = describe_subdigit(d.key, d.cut, d.count)
             raise RelayoutError(
                 "unread", f"{where}: source axis `{part}` is not fully read (every live source cell must be)"
             )
-    for d in dst_subs:
-        count = held.get((d.key, d.cut), 0)
-        if 0 < count < d.count:
+    for i, d in zip(partner, dst_subs, strict=True):
+        if i is not None and src_subs[i].count < d.count:
             part = describe_subdigit(d.key, d.cut, d.count)
+            count = src_subs[i].count
             raise RelayoutError("overread", f"{where}: `{part}` reads beyond what the source holds ({count} values)")
     if not allow_broadcast:
-        extra = [d for d in dst_subs if (d.key, d.cut) not in held]
+        extra = [d for i, d in zip(partner, dst_subs, strict=True) if i is None]
         extra_bc = [f for f in dst if f.atom == BC and f.m > 1]
         if extra or extra_bc:
             part = describe_subdigit(extra[0].key, extra[0].cut, extra[0].count) if extra else str(extra_bc[0].m)
@@ -101,9 +102,25 @@ def relayout_index(src: Factors, dst: Factors, allow_broadcast: bool = True, all
     check_relayout(src, dst, allow_broadcast, allow_drop)
     out = _odometer_index(src, dst)
     if out is None:
+        _check_decodable(src, dst)
         out = _decoded_index(src, dst)
     out.flags.writeable = False
     return out
+
+
+def _check_decodable(src: Factors, dst: Factors) -> None:
+    """Decoding sums the coordinates a position's digits name, so it cannot say that a digit `dst` names
+    twice re-reads the source (`refine.rereads`); only the sequencer's walk can, and it has none here."""
+    src_subs, dst_subs = refine(src, dst)
+    extra = rereads([(d.key, d.cut) for d in src_subs], [(d.key, d.cut) for d in dst_subs])
+    reread = next((d for d in dst_subs if (d.key, d.cut) in extra), None)
+    if reread is not None:
+        part = describe_subdigit(reread.key, reread.cut, reread.count)
+        raise RelayoutError(
+            "incompatible",
+            f"relayout from `{render_factors(src)}` to `{render_factors(dst)}`: `{part}` is read twice, which "
+            "only a walk over layouts without composite atoms can do",
+        )
 
 
 def relaid(values: np.ndarray, src: Factors, dst: Factors, broadcast: bool, drop: bool = False) -> np.ndarray:

@@ -5,7 +5,9 @@ A sequencer walks a stream (`Time`, `Packet`, …) position by position and addr
 loops: it refines every memory and stream jointly (`refine.py`), then lets each stream sub-digit claim
 the memory sub-digit holding the same part of the same axis (same key, same lower cut). What is left
 over decides the errors: a stream part no memory holds is a broadcast (stride 0) for reads and an error
-for writes; a memory part no stream claims is data never moved (`Unconsumed`).
+for writes, and so is a stream part named more often than the memories hold it (its outermost occurrences
+re-read what the innermost one reads: `refine.rereads`); a memory part no stream claims is data never
+moved (`Unconsumed`).
 
 Padding. A stream digit padded to `e` keeps walking its stride past its live values (an over-read:
 harmless for reads, for writes it must land on the memory factor's own Top padding). When it cannot,
@@ -26,7 +28,7 @@ from furiosa_opt.mapping.algebra import derived, replace_subdigits
 from furiosa_opt.mapping.evaluate import LIVE, evaluate
 from furiosa_opt.mapping.expr import Mapping, MappingError, PadKind
 from furiosa_opt.mapping.factors import BC, Comp, Factor, Factors, concat, render_factors, size
-from furiosa_opt.mapping.refine import SubDigit, describe_subdigit, refine
+from furiosa_opt.mapping.refine import SubDigit, describe_subdigit, refine, rereads
 
 KINDS = ("StreamUnmatchedSegment", "InputBottomPadding", "Unconsumed")
 _VALIDATE_LIMIT = 1 << 22  # write configs up to this many stream/memory cells are checked cell by cell
@@ -174,6 +176,10 @@ class _Matcher:
             raise MappingError(f"{self.where}: {error}") from None
         self.memory_subs, self.stream_subs = subs[: len(memories)], subs[len(memories) :]
         self.held: dict[tuple, list[_Held]] = {}
+        self.rereads = rereads(
+            [(d.key, d.cut) for subs in self.memory_subs for d in subs],
+            [(d.key, d.cut) for subs in self.stream_subs for d in subs],
+        )
         self.slots: list[_Slot] = []
         self.broadcasts: dict[tuple[int, int], bool] = {}  # memory Bc digits → claimed (writes only)
         for i, memory in enumerate(memories):
@@ -254,10 +260,10 @@ class _Matcher:
     def _match(self, sub: SubDigit) -> tuple[Entry, _Held | None]:
         part = describe_subdigit(sub.key, sub.cut, sub.count)
         candidates = self.held.get((sub.key, sub.cut), [])
+        if self.rereads[(sub.key, sub.cut)]:
+            return self._reread(sub, part)
         held = next((h for h in candidates if not h.claimed), None)
         if held is None:
-            if candidates:
-                raise self.error("StreamUnmatchedSegment", f"`{part}` is claimed twice by the streams")
             if self.mode is Mode.WRITE:
                 raise self.error("StreamUnmatchedSegment", f"`{part}` is not in memory (a broadcasting write)")
             self._check_bottom_overread(sub, part)
@@ -266,6 +272,14 @@ class _Matcher:
         if sub.count > held.sub.count:
             self._check_overread(sub, held, part)
         return Entry(sub.count, held.sub.pos, held.memory), held
+
+    def _reread(self, sub: SubDigit, part: str) -> tuple[Entry, None]:
+        """A stream part named more often than the memories hold it: a read repeats the part (stride 0) at
+        its outermost occurrences; a write would give one cell two sources."""
+        if self.mode is Mode.WRITE:
+            raise self.error("StreamUnmatchedSegment", f"`{part}` is claimed twice by the streams")
+        self.rereads[(sub.key, sub.cut)] -= 1
+        return Entry(sub.count, 0), None
 
     def _check_overread(self, sub: SubDigit, held: _Held, part: str) -> None:
         """A stream part reading more values than the memory part holds runs into its factor's padding."""

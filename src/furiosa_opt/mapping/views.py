@@ -25,7 +25,7 @@ import numpy as np
 
 from furiosa_opt.mapping.expr import MappingError
 from furiosa_opt.mapping.factors import BC, Factor, Factors, SymAtom, has_composite, size
-from furiosa_opt.mapping.refine import Key, SubDigit, digits, refine
+from furiosa_opt.mapping.refine import Key, SubDigit, digits, pairing, refine
 
 SubKey = tuple[Key, int]  # (axis, lower coordinate boundary): a sub-digit, matched across mappings
 
@@ -39,10 +39,10 @@ class Source:
     split: tuple[int, ...]  # the live digits cut into sub-digits, buffer order
     sub_take: tuple[slice | int, ...]  # per sub-digit: the prefix the target reads, or 0 when it reads none
     order: tuple[int, ...]  # the read sub-digits in target order
-    expand: tuple[bool, ...]  # per target sub-digit: True where this buffer lacks it (a size-1 axis)
+    expand: tuple[bool, ...]  # per target sub-digit: True where it reads none of this buffer (a size-1 axis)
 
     def view(self, values: np.ndarray) -> np.ndarray:
-        """`values[..., positions]` as `[..., target sub-digits]`, size 1 where this buffer lacks one."""
+        """`values[..., positions]` as `[..., target sub-digits]`, size 1 where the target reads none."""
         lead = values.shape[:-1]
         return self._subs(values.reshape(lead + self.shape)[(slice(None),) * len(lead) + self.take], lead)
 
@@ -128,18 +128,17 @@ def layout_source(fs: Factors, subs: list[SubDigit], order: list[tuple[Key, int,
     split = _cut(own, subs)
     if split is None:
         return None
-    wanted = {(key, cut): count for key, cut, count in order}
-    read = [i for i, d in enumerate(subs) if (d.key, d.cut) in wanted]
-    where = {(key, cut): j for j, (key, cut, _) in enumerate(order)}
-    held = {(d.key, d.cut) for d in subs}
+    partner = pairing([(d.key, d.cut) for d in subs], [(key, cut) for key, cut, _ in order])
+    where = {i: j for j, i in enumerate(partner) if i is not None}  # read sub-digit → its target position
+    read = sorted(where)
     live_factors = {d.factor for d in own}
     return Source(
         shape=tuple(f.e for f in fs),
         take=tuple(slice(0, f.m) if i in live_factors else 0 for i, f in enumerate(fs)),
         split=split,
-        sub_take=tuple(slice(0, wanted[(d.key, d.cut)]) if (d.key, d.cut) in wanted else 0 for d in subs),
-        order=tuple(sorted(range(len(read)), key=lambda k: where[(subs[read[k]].key, subs[read[k]].cut)])),
-        expand=tuple((key, cut) not in held for key, cut, _ in order),
+        sub_take=tuple(slice(0, order[where[i]][2]) if i in where else 0 for i in range(len(subs))),
+        order=tuple(sorted(range(len(read)), key=lambda k: where[read[k]])),
+        expand=tuple(i is None for i in partner),
     )
 
 

@@ -24,7 +24,7 @@ from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping import Mapping
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.mapping.factors import BC, Comp, SymAtom, concat, size, symbols
-from furiosa_opt.mapping.refine import SubDigit, refine
+from furiosa_opt.mapping.refine import SubDigit, pairing, refine
 from furiosa_opt.mapping.relayout import position_of
 from furiosa_opt.mapping.sequencer import Mode, max_access, sequence
 
@@ -101,10 +101,10 @@ def dma_loops(src: Layout, dst: Layout, what: str, whole: bool = True) -> tuple[
     """(packet bytes, loops outermost first, strides in bytes) moving every live destination cell from its
     source. `whole`: the destination is a whole tensor (not a view), so its padding may be written."""
     src_subs, dst_subs = refine(src.factors, dst.factors)
-    held = {(d.key, d.cut): d for d in src_subs}
+    partner = pairing([(d.key, d.cut) for d in src_subs], [(d.key, d.cut) for d in dst_subs])
     loops: list[tuple[int, Loop]] = []  # (destination position stride, loop)
-    for d in dst_subs:
-        match = held.get((d.key, d.cut))
+    for d, i in zip(dst_subs, partner, strict=True):
+        match = None if i is None else src_subs[i]
         src_stride = src.bit_stride(match.factor, match.pos) if match else 0
         count = _padded_run(src, dst, match, d) if match and whole else d.count
         loops.append((d.pos, Loop(count, src_stride, dst.bit_stride(d.factor, d.pos))))
