@@ -11,8 +11,6 @@ Differences from upstream, all of spelling:
 * Upstream's generic helpers (`rmsnorm::forward::<Cluster, Slice>`, `residual::forward`, `attention::norm`)
   take their cluster and slice mappings from the input tensor.
 * `unsafe { x.reshape() }` is `x.reshape(Chip, Cluster, Slice, Element)` with the target type's mappings.
-* `attention::forward` rescales the old output by alpha before loading this chunk's output into the VRF
-  (upstream loads it first): upstream's order needs more than the 8 KiB VRF (see `attention_next`).
 
 Layouts (upstream's): the hidden state `[H]` is broadcast over 64 slice groups (`SliceP4 = [Dummy64, 1 # 4]`);
 a KV head owns a 32-slice group (`SliceN32 = [N, 1 # 32]`); projections give each slice a few output rows
@@ -850,11 +848,9 @@ def attention_next(ctx, q, k, v, mask, max_hbm, sum_hbm, out_hbm) -> None:
     )
     sum_.view().to_hbm_view(ctx.tdma, sum_hbm.view_mut())
     result = weighted_sum(ctx, exp, v)
-    # Upstream loads `result` into the VRF before `out · alpha`; with `alpha` still live the two need 8256 bytes
-    # of the 8 KiB VRF (rule vrf-overflow), so `out · alpha` runs first here: the same values, alpha's life
-    # ends before the 8 KiB `result` is loaded.
-    out = out_hbm.to_dm(ctx.tdma, Cluster, Slice, m["N, G, D"])
-    out = _rescale_out(ctx, out, alpha_vrf, clip=False)
+    # Written as upstream writes it: `result` (8 KiB) loaded into the VRF while `alpha` is still live would
+    # need 8256 bytes of the 8 KiB VRF, so stage 2 places the buffers in an order where `out · alpha` runs
+    # first (docs/lowering.md, "When the written order does not fit").
     result_vrf = (
         ctx.sub.begin(result.view())
         .fetch(m["N, G, D / 16"], m["D % 16"])
@@ -862,6 +858,8 @@ def attention_next(ctx, q, k, v, mask, max_hbm, sum_hbm, out_hbm) -> None:
         .collect(m["N, G, D / 8"], m["D % 8"])
         .to_vrf(m["N, G, D"])
     )
+    out = out_hbm.to_dm(ctx.tdma, Cluster, Slice, m["N, G, D"])
+    out = _rescale_out(ctx, out, alpha_vrf, clip=False)
     out = _rescale_out(ctx, out, result_vrf, clip=True)
     out.view().to_hbm_view(ctx.tdma, out_hbm.view_mut())
 

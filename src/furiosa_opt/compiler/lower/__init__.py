@@ -28,7 +28,8 @@ from furiosa_opt.compiler.lower.addresses import (
 from furiosa_opt.compiler.lower.engines import DERIVED
 from furiosa_opt.compiler.lower.loops import plan_loops
 from furiosa_opt.compiler.lower.opcodes import DMA_OPS, GATHER_OPS, PCOPY_OPS, SCATTER_OPS, VIEW_OPS
-from furiosa_opt.compiler.lower.placement import place
+from furiosa_opt.compiler.lower.order import NoOrder, Unit, fitting_orders
+from furiosa_opt.compiler.lower.placement import OVERFLOWS, charge, place
 from furiosa_opt.compiler.replay import REPLAY, region_end, replay_objects
 from furiosa_opt.compiler.visa import format_attr
 from furiosa_opt.diagnostics import Location, VerifyError
@@ -149,8 +150,7 @@ class _Lowering:
         for op in self.ir.ops:
             self.lower_op(op)
         results = [self.base_of(name) for name in self.ir.returns]
-        self.lifetimes(results)
-        place(list(self.buffers.values()), self.where)
+        self.place_buffers(results)
         for pending, command in zip(self.pending, [c for c in self.commands if c.kind != "view"], strict=True):
             inside = [index for first, last, _, index in self.loops if first.index <= command.index <= last.index]
             self.looped, self.looped_index = bool(inside), inside[0] if inside else ""
@@ -163,6 +163,49 @@ class _Lowering:
         lir.loops = [LoopRegion(first.index, last.index, count, index) for first, last, count, index in self.loops]
         lir.unrolled = self.unrolled
         return lir
+
+    # ---- placement ----
+
+    def place_buffers(self, results: list[str]) -> None:
+        """Place every buffer in the written order or, when that overflows a register file or DM, in the
+        nearest order of the same commands that fits (`order.fitting_orders`): the kernel is refused only
+        when no order that keeps its data dependences fits."""
+        self.lifetimes(results)
+        try:
+            return place(list(self.buffers.values()), self.where)
+        except VerifyError as error:
+            if error.rule not in OVERFLOWS:
+                raise
+            written = error
+        units = _units(self.commands, self.loops)
+        pending = dict(zip((id(c) for c in self.commands if c.kind != "view"), self.pending, strict=True))
+        charges = {name: c for name, b in self.buffers.items() if (c := charge(b)) is not None}
+        held = {name for name in charges if self.buffers[name].first < 0}
+        needs = [
+            Unit(frozenset(n for c in u for n in c.inputs), frozenset(n for c in u for n in c.outputs)) for u in units
+        ]
+        try:
+            for order in fitting_orders(needs, charges, held, set(results)):
+                self.commands = [command for k in order for command in units[k]]
+                for index, command in enumerate(self.commands):
+                    command.index = index
+                self.pending = [pending[id(c)] for c in self.commands if c.kind != "view"]
+                self.loops.sort(key=lambda loop: loop[0].index)
+                self.lifetimes(results)
+                try:
+                    return place(list(self.buffers.values()), self.where)
+                except VerifyError as error:
+                    if error.rule not in OVERFLOWS:
+                        raise
+        except NoOrder as none:
+            why = (
+                f"no other order of the kernel's commands was found to fit (the search stopped after {none.steps} "
+                "steps)"
+                if none.exhausted
+                else "the kernel's commands fit in no order that keeps their data dependences, the written one included"
+            )
+            written.notes = (why, *written.notes)
+            raise written from None
 
     # ---- kept device loops ----
 
@@ -432,6 +475,28 @@ class _Lowering:
                         self.buffers[name].last = max(self.buffers[name].last, last.index)
         for name in results:
             self.buffers[name].last = len(commands)
+
+
+def _units(commands: list[Command], loops: list[tuple[Command, Command, int, str]]) -> list[list[Command]]:
+    """The commands in the pieces an order may move: a command with the views written just before it, or a
+    kept loop's whole body (views that end the kernel are a piece of their own)."""
+    ends = {id(first): last for first, last, _, _ in loops}
+    units: list[list[Command]] = []
+    views: list[Command] = []
+    at = 0
+    while at < len(commands):
+        command = commands[at]
+        if id(command) in ends:
+            stop = ends[id(command)].index + 1  # a command's index is its place in the list here
+        elif command.kind == "view":
+            views.append(command)
+            at += 1
+            continue
+        else:
+            stop = at + 1
+        units.append([*views, *commands[at:stop]])
+        views, at = [], stop
+    return [*units, views] if views else units
 
 
 def _window_extent(view: TensorView) -> int:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.lir import Buffer
+from furiosa_opt.compiler.lower.order import Charge
 from furiosa_opt.diagnostics import Location, VerifyError
 
 ALIGN = {"sram": RNGD.dma_sram_write_align, "vrf": RNGD.flit_bytes, "dram": RNGD.dma_burst_bytes}
+OVERFLOWS = ("dm-overflow", "vrf-overflow", "trf-overflow")  # the refusals another order of commands may avoid
 
 
 def _aligned(value: int, to: int) -> int:
@@ -29,6 +31,16 @@ def place(buffers: list[Buffer], where: dict[str, Location | None]) -> None:
     _first_fit([b for b in buffers if b.memory == "sram"], RNGD.dm_bytes_per_slice, "sram", where)
     _first_fit([b for b in buffers if b.memory == "vrf"], RNGD.vrf_bytes_per_slice, "vrf", where)
     _trf_regions([b for b in buffers if b.memory == "trf"], where)
+
+
+def charge(buffer: Buffer) -> Charge | None:
+    """What `buffer` holds of its memory while live, as the order search counts it (None: DRAM, which
+    bounds nothing here): its aligned span of DM or VRF, and of the TRF the half or the whole it takes."""
+    if buffer.memory == "trf":
+        full = RNGD.trf_capacity_bytes
+        return Charge("trf", full // 2 if buffer.bytes <= full // 2 else full, full)
+    capacity = {"sram": RNGD.dm_bytes_per_slice, "vrf": RNGD.vrf_bytes_per_slice}.get(buffer.memory)
+    return None if capacity is None else Charge(buffer.memory, _aligned(buffer.span, ALIGN[buffer.memory]), capacity)
 
 
 def _overlaps(a: Buffer, b: Buffer) -> bool:
