@@ -6,6 +6,8 @@ Our own kernels (no upstream file): upstream's only shuffle example, `dm_chip_sh
 or per chip. All inputs are distinct values, so a cell read from the wrong place cannot pass.
 """
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from backends import backend
@@ -77,56 +79,55 @@ def test_dm_cluster_shuffle(kernel, pattern, on):
 
 @pytest.mark.parametrize("on", ["cpu", "npu"])
 def test_dm_cluster_shuffle_short_pattern(on):
-    """The named target gets its source; the unnamed cluster keeps what a fresh DM tensor holds, which is
-    zero on the CPU backend (`DmTensor.new` zero-fills); the simulator agrees here, where that DM was never
-    used before in the kernel (after a dead tensor it does not: the next tests)."""
+    """The named target gets its source; the unnamed cluster is never written and reads as a fresh DM tensor
+    does, zero (`DmTensor.new` zero-fills on the CPU backend; the compiled kernel clears it)."""
     values = _cluster_input()
     got = _run_cluster(cluster_partial, on)
     np.testing.assert_array_equal(got[0], values[1])
     np.testing.assert_array_equal(got[1], np.zeros_like(values[1]))
 
 
-def _short_pattern_over_dead_dm(ctx: Context, x: HbmTensor[i8, One, m["C, S, E"]]) -> HbmTensor[i8, One, m["C, S, E"]]:
+@device(chip=1)
+def short_pattern_over_dead_dm(ctx: Context, x: HbmTensor[i8, One, m["C, S, E"]]) -> HbmTensor[i8, One, m["C, S, E"]]:
     """`cluster_partial` after a DM tensor has died: the shuffle's fresh tensor is placed where `scratch`
-    was, so on the simulator its unwritten cluster holds what `scratch` held."""
+    was, so without a clear its unwritten cluster would hold what `scratch` held."""
     scratch = x.to_dm(ctx.tdma, *DmLayout)
     dm = scratch.to_dm(ctx.tdma, m["S"], m["E"])  # the last use of `scratch`
     return dm.view().dm_cluster_shuffle(ctx.tdma, [1], 2).to_hbm(ctx.tdma, m["C, S, E"])
 
 
-# Kept out of the module's namespace on purpose: the differential harness compares every module-level
-# kernel and cannot mark a byte mismatch as expected, and the backends disagree on this one (see the xfail).
-STALE = {"short_pattern_over_dead_dm": device(chip=1)(_short_pattern_over_dead_dm)}
+def _clears(kernel) -> list:
+    """The memsets stage 2 added to clear fresh DM tensors (a `memset` command made by a `dm_new` op)."""
+    compiled = compile_kernel(kernel)
+    return [c for c in compiled.lir.commands if c.kind == "memset" and compiled.visa.ops[c.op].opcode == "dm_new"]
 
 
-def test_short_pattern_fresh_tensor_reuses_dead_dm():
-    """The premise of the next test: the shuffle's fresh DM tensor takes the dead `scratch`'s address."""
-    lir = compile_kernel(STALE["short_pattern_over_dead_dm"]).lir
+def test_short_pattern_fresh_tensor_reuses_dead_dm_and_is_cleared():
+    """The premise of the next test: the shuffle's fresh DM tensor takes the dead `scratch`'s address, and
+    stage 2 clears it before the shuffle writes cluster 0, because cluster 1 is read but never written."""
+    lir = compile_kernel(short_pattern_over_dead_dm).lir
     sram = [b for b in lir.buffers if b.memory == "sram"]
     assert len(sram) == 3
     scratch, _, fresh = sorted(sram, key=lambda b: b.first)
-    assert scratch.last <= fresh.first and fresh.address == scratch.address
+    assert scratch.last < fresh.first and fresh.address == scratch.address
+    (clear,) = _clears(short_pattern_over_dead_dm)
+    assert clear.outputs == [fresh.name] and clear.index == fresh.first
+    assert clear.fill["pattern"] == [0]  # the zero byte, repeated
+    line = int(clear.loc.rsplit(":", 1)[1])  # where the tensor is made: the shuffle's line
+    assert "dm_cluster_shuffle(ctx.tdma, [1], 2)" in Path(__file__).read_text().splitlines()[line - 1]
 
 
-@pytest.mark.parametrize(
-    "on",
-    [
-        "cpu",
-        pytest.param(
-            "npu",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="src bug: DmTensor.new is zero on the CPU backend, but the compiler places it over dead DM "
-                "without clearing it, so the simulator's unwritten cluster holds the dead tensor's bytes",
-            ),
-        ),
-    ],
-)
+def test_fully_written_fresh_tensors_are_not_cleared():
+    """A shuffle that names every cluster writes every cell before the tensor is read: no clear, no cost."""
+    assert _clears(cluster_swap) == [] and _clears(cluster_broadcast) == []
+
+
+@pytest.mark.parametrize("on", ["cpu", "npu"])
 def test_dm_cluster_shuffle_short_pattern_over_dead_dm(on):
     values = _cluster_input()
-    got = _run_cluster(STALE["short_pattern_over_dead_dm"], on)
+    got = _run_cluster(short_pattern_over_dead_dm, on)
     np.testing.assert_array_equal(got[0], values[1])
-    np.testing.assert_array_equal(got[1], np.zeros_like(values[1]))  # CPU: 0; simulator: values[1] (stale)
+    np.testing.assert_array_equal(got[1], np.zeros_like(values[1]))  # not the dead `scratch`'s bytes
 
 
 # ---- hbm_chip_shuffle -------------------------------------------------------------------------------

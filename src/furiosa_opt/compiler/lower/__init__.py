@@ -25,6 +25,7 @@ from furiosa_opt.compiler.lower.addresses import (
     sram_layout,
     to_bytes,
 )
+from furiosa_opt.compiler.lower.coverage import read_unwritten
 from furiosa_opt.compiler.lower.engines import DERIVED
 from furiosa_opt.compiler.lower.loops import plan_loops
 from furiosa_opt.compiler.lower.opcodes import DMA_OPS, GATHER_OPS, PCOPY_OPS, SCATTER_OPS, VIEW_OPS
@@ -150,6 +151,7 @@ class _Lowering:
         for op in self.ir.ops:
             self.lower_op(op)
         results = [self.base_of(name) for name in self.ir.returns]
+        self.clear_unwritten()
         self.place_buffers(results)
         for pending, command in zip(self.pending, [c for c in self.commands if c.kind != "view"], strict=True):
             inside = [index for first, last, _, index in self.loops if first.index <= command.index <= last.index]
@@ -165,6 +167,25 @@ class _Lowering:
         return lir
 
     # ---- placement ----
+
+    def clear_unwritten(self) -> None:
+        """A memset of zeros for each fresh DM tensor the kernel reads at a cell nothing wrote
+        (`coverage.read_unwritten`), where the CPU backend reads zeros: just before the first command that
+        touches the tensor, or before the kept loop that command is in."""
+        made = {op.results[0].name: op for op in self.ir.ops if op.opcode == "dm_new"}
+        fresh = {self.of_value[value]: self.objects[value] for value in made}
+        pending = dict(zip((id(c) for c in self.commands if c.kind != "view"), self.pending, strict=True))
+        for name in read_unwritten(self.ir.ops, self.objects, self.of_value, self.per_pass, fresh):
+            op = made[self.buffers[name].value]
+            at = next(c.index for c in self.commands if c.kind != "view" and name in (*c.inputs, *c.outputs))
+            at = next((first.index for first, last, _, _ in self.loops if first.index <= at <= last.index), at)
+            loc = _loc_text(op.loc, self.root)
+            clear = Command(at, "tdma", "memset", self.op_index[id(op)], "memset", loc, [], [name])
+            self.commands.insert(at, clear)
+            pending[id(clear)] = _Pending(op, target=fresh[name])
+            for index, command in enumerate(self.commands):
+                command.index = index
+        self.pending = [pending[id(c)] for c in self.commands if c.kind != "view"]
 
     def place_buffers(self, results: list[str]) -> None:
         """Place every buffer in the written order or, when that overflows a register file or DM, in the
@@ -372,7 +393,8 @@ class _Lowering:
             with _at(pending.op):
                 target = self.layout(pending.target)
                 packet, loops = dma_loops(target, target, "memset")
-                pattern = fill_pattern(pending.op.attr("code"), target.dtype)
+                code = pending.op.attr("code") if pending.op.opcode == "memset" else 0  # 0: a fresh tensor's clear
+                pattern = fill_pattern(code, target.dtype)
                 command.fill = {"base": target.base, "packet": packet, "loops": loops, "pattern": pattern}
                 self.moving(command, "fill.base", pending.target)
         elif command.kind in ("dma", "pcopy"):
