@@ -12,9 +12,22 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import numpy as np
+
 from furiosa_opt import launch, runtime
 
 compiled = runtime.compiled_here
+
+
+def input_seed() -> int:
+    """The seed of the random inputs the differential tests draw: `FURIOSA_OPT_TEST_SEED` if set, a fresh
+    one under `make fuzz` (`FURIOSA_OPT_FUZZ=1`), else a fixed one, so that `make test` draws the same
+    inputs on every run and a failure it reports is one it reports again. The tests print it."""
+    if "FURIOSA_OPT_TEST_SEED" in os.environ:
+        return int(os.environ["FURIOSA_OPT_TEST_SEED"])
+    if os.environ.get("FURIOSA_OPT_FUZZ") == "1":
+        return int(np.random.SeedSequence().entropy % 2**32)
+    return 20261202
 
 
 @contextmanager

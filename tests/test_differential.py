@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from backends import backend, compiled
+from backends import backend, compiled, input_seed
 
 from furiosa_opt import Context
 from furiosa_opt.compiler.driver import compile_kernel, compile_visa
@@ -30,7 +29,7 @@ from furiosa_opt.lang.tensors import TensorView
 from furiosa_opt.tune.trial import random_arguments
 
 ROOT = Path(__file__).resolve().parent.parent
-SEED = int(os.environ.get("FURIOSA_OPT_TEST_SEED", np.random.SeedSequence().entropy % 2**32))
+SEED = input_seed()
 
 # identity suffix → why it cannot run on both backends today
 EXPECTED_FAILURES: dict[str, str] = {

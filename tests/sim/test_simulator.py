@@ -7,13 +7,13 @@ stride, one address, one sequencer entry, checksum fixed — must change the out
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 
 import msgpack
 import numpy as np
 import pytest
+from backends import input_seed
 from example_kernels import KERNELS
 
 from furiosa_opt import Context, HostTensor, launch
@@ -23,7 +23,7 @@ from furiosa_opt.compiler.edf import FORMAT_VERSION, HEADER, MAGIC, read_edf
 from furiosa_opt.sim import SimulatorError, run
 from furiosa_opt.sim.timing import compare, simulate, trace_json
 
-SEED = int(os.environ.get("FURIOSA_OPT_TEST_SEED", np.random.SeedSequence().entropy % 2**32))
+SEED = input_seed()
 
 
 def edf_bytes(kernel) -> bytes:
