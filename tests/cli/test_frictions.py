@@ -2,11 +2,14 @@
 template's tracked files and describes the package truly; `run NAME` that names nothing says what NAME was
 looked up as before compiling anything; the top-level help lists every command; `doctor` finds a broken
 pyproject.toml and a package that is not installed; a missing `vector_final()` and the errors that name
-no rule get specific codes."""
+no rule get specific codes. Then: no package here says how to get one; a misspelt `run` or compile filter
+is answered with the close names and the kernels there are; a filter that names a kernel exactly selects
+only it."""
 
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +18,7 @@ import pytest
 
 import furiosa_opt.cli.new as new
 from furiosa_opt import *
+from furiosa_opt.cli.compile import Reporter, listed, selected_targets
 from furiosa_opt.cli.main import RUNNERS
 from furiosa_opt.cli.wrapper import WRAPPED
 from furiosa_opt.compiler.diagnostics import from_error
@@ -39,6 +43,12 @@ def tool(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
 
 def git(*args: str, cwd: Path) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def example(name: str, tmp_path: Path) -> Path:
+    """A copy of examples/NAME to work in, without build leftovers: tests never write into the repository."""
+    leftovers = shutil.ignore_patterns("*.egg-info", "__pycache__", "target", ".benchmarks")
+    return Path(shutil.copytree(ROOT / "examples" / name, tmp_path / name, ignore=leftovers))
 
 
 def test_new_copies_only_tracked_files_and_describes_the_package(tmp_path, monkeypatch):
@@ -143,6 +153,83 @@ def test_doctor_finds_a_package_that_is_not_installed(tmp_path):
     assert line.split()[0] == "problem" and f"run `pip install -e {root}`" in line
     example = tool("doctor", cwd=TEMPLATE)  # installed into this venv in editable mode
     assert example.returncode == 0 and re.search(r"ok +installed +base-template \(editable", example.stdout)
+
+
+def test_no_package_says_how_to_get_one(tmp_path):
+    done = tool("compile", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"error[no-package]: no kernel package or workspace found from {tmp_path.resolve()} (a pyproject.toml with "
+        "[tool.furiosa-opt] kernel-package = true)",
+        "  = help: make one with `furiosa-opt new NAME` and `cd NAME`, or cd into a kernel package",
+    ]
+    new.create("made_here", tmp_path)  # made, but not entered
+    done = tool("compile", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[1:] == [
+        "  = help: a kernel package is right below: `cd made_here`",
+        "  = help: make one with `furiosa-opt new NAME` and `cd NAME`, or cd into a kernel package",
+    ]
+
+
+def test_run_of_a_misspelt_bin_suggests_the_close_ones(tmp_path):
+    root = example("base-template", tmp_path)
+    done = tool("run", "gemmm", cwd=root, FURIOSA_OPT_OUT_DIR=str(tmp_path / "out"))
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("error: furiosa-opt run: `gemmm` is not a host program")
+    assert lines[1:] == ["help: did you mean `gemm` or `gemv`? `furiosa-opt run gemm`"]  # and no bin to declare
+    done = tool("run", "nowhere", cwd=root, FURIOSA_OPT_OUT_DIR=str(tmp_path / "out"))
+    declare = '[tool.furiosa-opt.bins]  nowhere = "base_template.nowhere"'
+    assert done.stderr.splitlines()[1:] == [f"help: declare it as a bin in {root / 'pyproject.toml'}:  {declare}"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_filter_that_selects_nothing_names_the_kernels(tmp_path, monkeypatch):
+    root = example("base-template", tmp_path)
+    kernels = "constant_add_kernel, dot_product_kernel, elementwise_mul_kernel, gemm_kernel, gemv_kernel"
+    done = tool("compile", "nosuchkernel", cwd=root, FURIOSA_OPT_OUT_DIR=str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "     Warning filter `nosuchkernel` matched no kernel",  # sharing `_kernel` is not close
+        f"       Error no kernel selected (of 5: {kernels})",
+    ]
+    done = tool("compile", "gemm_kernl", cwd=root, FURIOSA_OPT_OUT_DIR=str(tmp_path / "out"))
+    assert done.stderr.splitlines()[0] == (
+        "     Warning filter `gemm_kernl` matched no kernel; did you mean `gemm_kernel` or `gemv_kernel`?"
+    )
+    done = tool("tune", "nosuchkernel", cwd=root, FURIOSA_OPT_OUT_DIR=str(tmp_path / "out"))
+    assert (
+        done.stderr.splitlines()[-1]
+        == f"       Error tune needs exactly one kernel, 0 match `nosuchkernel` (kernels: {kernels})"
+    )
+    monkeypatch.chdir(root)
+    _, _, found = selected_targets([], [], Reporter(False))
+    assert listed(found, most=3) == "constant_add_kernel, dot_product_kernel, elementwise_mul_kernel, …"
+
+
+def test_a_filter_that_names_a_kernel_exactly_selects_only_it(tmp_path, monkeypatch, capsys):
+    """`attention_forward` is also a prefix of `attention_forward_first`; a part of a name still selects both."""
+    root = example("transformer", tmp_path)
+    monkeypatch.chdir(root)
+    chosen = {
+        needle: [t.source.identity for t in selected_targets([], [needle], Reporter(False))[1]]
+        for needle in ("attention_forward", "kernel::attention_forward", "transformer.kernel.attention_forward",
+                       "attention_forward_first", "attention")
+    }  # fmt: skip
+    only, first = "transformer.kernel.attention_forward", "transformer.kernel.attention_forward_first"
+    assert chosen == {
+        "attention_forward": [only],
+        "kernel::attention_forward": [only],
+        "transformer.kernel.attention_forward": [only],
+        "attention_forward_first": [first],
+        "attention": [only, first],
+    }
+    assert capsys.readouterr().err == ""
+    done = tool("compile", "attention_forward", cwd=root, FURIOSA_OPT_OUT_DIR=str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1].startswith("    Finished 1 compiled, 0 up to date, 0 failed")
+    assert f"Compiled {only} (" in done.stderr and "attention_forward_first" not in done.stderr
 
 
 A, B = axes(A=512, B=256)

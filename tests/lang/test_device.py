@@ -90,6 +90,20 @@ def test_launch_checks_arguments_and_results():
         assert info.value.rule == "device-call"
 
 
+def test_an_argument_whose_axis_differs_in_size_shows_both_sizes():
+    """`A, B` against `A, B`: the host built its tensor with an `A` of another size."""
+    A = axes(A=128)  # the host's own A
+    with Context.acquire() as ctx:
+        x = HostTensor.from_numpy(np.zeros((A.size, B.size), np.int32), i32, m["A, B"]).to_hbm(ctx.pdma)
+        with pytest.raises(VerifyError) as info:
+            launch(copy_kernel, ctx, x)
+    assert info.value.rule == "launch-argument"
+    assert info.value.message == (
+        f"`{__name__}.copy_kernel`: argument `x`: element mapping: expected `A, B` (A=256), got `A, B` (A=128)"
+    )
+    assert info.value.location.file == __file__ and "launch(copy_kernel, ctx, x)" in info.value.location.source
+
+
 def test_wrong_context_is_refused():
     with Context.acquire() as ctx:
         with pytest.raises(VerifyError) as info:

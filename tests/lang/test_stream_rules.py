@@ -43,6 +43,15 @@ def test_error_renders_like_rustc(ctx):
     assert 'stream.collect(m["B"], m["B"])' in lines[3]
 
 
+def test_a_mismatch_shows_the_sizes_of_same_named_axes(ctx):
+    """Two `axes(B=…)` declarations print alike: the sizes say which one is which."""
+    fetched = ctx.main.begin(dm(i32, m["B"]).view()).fetch(m["1"], m["B"])
+    B = axes(B=4)  # another module's B
+    packet = m["B # 8"]  # read here: a lambda's m[…] would find the module's B
+    error = refused("collect-packet-mismatch", lambda: fetched.collect(m["1"], packet))
+    assert error.message == "Collect packet mismatch. Expected: `B` (B=8), got: `B # 8` (B=4)"
+
+
 # ---- spatial sizes, pipeline order, begin --------------------------------------------------------
 
 
@@ -283,6 +292,37 @@ def test_vector_alu_and_order_rules(ctx):
     floats = _vector(ctx, f32).vector_intra_slice_tag()
     refused("vector-way", lambda: floats.vector_fp_unary(FpUnaryOp.Exp), "needs a 4-element (Way4) stream")
     refused("vector-operand", lambda: tagged.vector_fxp(FxpBinaryOp.AddFxp, 1.5), "takes an int constant")
+
+
+def test_a_ternary_operand_error_names_the_operand_and_why(ctx):
+    """`(a, b)` of `vector_fp_ternary`: only `a` may be read through the register-file port."""
+    narrow = _vector(ctx, f32).vector_intra_slice_tag().vector_narrow_split(m["B / 4"], m["B % 4"])
+    collected = ctx.sub.begin(dm(f32, m["B"]).view()).fetch(m["1"], m["B"]).collect(m["1"], m["B"])
+    vrf = collected.to_vrf(m["B"])
+    error = refused("vector-operand", lambda: narrow.vector_fp_ternary(FpTernaryOp.FmaF, (2.0, vrf)))
+    assert error.message == (
+        "`vector_fp_ternary` operand 2 of 2 (`b`) must be a constant, got a VrfTensor: the op reads its one "
+        "register-file operand (a VrfTensor or Stash) as operand 1 of 2 (`a`) only"
+    )
+    assert "TernaryArgMode.Mode021, (vrf, 2.0)" in error.notes[0]
+    refused(
+        "vector-operand",
+        lambda: narrow.vector_fp_ternary(FpTernaryOp.FmaF, (1.0, Stash)),
+        "operand 2 of 2 (`b`) must be a constant, got Stash",
+    )
+    slot = Branched.imm(TagGuard.all(), (1.0, vrf))
+    refused("vector-operand", lambda: narrow.vector_fp_ternary(FpTernaryOp.FmaF, slot), "operand 2 of 2 (`b`)")
+    ints = ctx.sub.begin(dm(i32, m["B"]).view()).fetch(m["1"], m["B"]).collect(m["1"], m["B"]).to_vrf(m["B"])
+    refused(
+        "vector-operand",
+        lambda: narrow.vector_fp_ternary(FpTernaryOp.FmaF, (ints, 1.0)),
+        "`vector_fp_ternary` operand 1 of 2 (`a`): a i32 VRF operand on a f32 stream",
+    )
+    refused(
+        "vector-operand",
+        lambda: narrow.vector_fp_ternary(FpTernaryOp.FmaF, (1.0, "2")),
+        "`vector_fp_ternary` operand 2 of 2 (`b`) takes a constant, got '2'",
+    )
 
 
 def test_vector_final_and_narrow_rules(ctx):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import io
 import json
 import os
@@ -127,10 +128,12 @@ def selection(names: list[str], report: Reporter) -> tuple[Path, list[Package]] 
         return None
 
 
-def selected_targets(names: list[str], filters: list[str], report: Reporter) -> tuple[Path, list[Target], int] | None:
+def selected_targets(
+    names: list[str], filters: list[str], report: Reporter
+) -> tuple[Path, list[Target], list[Target]] | None:
     """The artifact directory, the kernels of the `-p` packages that the filters select (every kernel
-    without filters) and how many kernels there are in all; None (reported) when the workspace or one of
-    its modules cannot be read."""
+    without filters) and all their kernels (to name them when none is selected); None (reported) when
+    the workspace or one of its modules cannot be read."""
     selected_packages = selection(names, report)
     if selected_packages is None:
         return None
@@ -138,7 +141,7 @@ def selected_targets(names: list[str], filters: list[str], report: Reporter) -> 
     found, problems = reported_targets(packages, report)
     if problems:
         return None
-    return out, filtered(found, filters, report), len(found)
+    return out, filtered(found, filters, report), found
 
 
 def failure(report: Reporter, code: str, message: str, identity: str | None = None) -> None:
@@ -146,14 +149,41 @@ def failure(report: Reporter, code: str, message: str, identity: str | None = No
     report.diagnostic(Diagnostic(code, printable(message), "output", identity))
 
 
+CLOSE = 0.7  # how alike a suggested name must be: at difflib's 0.6, `nosuchkernel` would suggest `dot_product_kernel`
+
+
 def filtered(found: list[Target], filters: list[str], report: Reporter) -> list[Target]:
+    """The kernels any filter selects (`matching`); a filter that selects none is warned about, with the
+    kernel names close to it."""
     if not filters:
         return found
-    needles = [f.replace("::", ".") for f in filters]
-    for original, needle in zip(filters, needles, strict=True):
-        if not any(needle in t.source.identity for t in found):
-            report.status("Warning", f"filter `{original}` matched no kernel", filter=original)
-    return [t for t in found if any(n in t.source.identity for n in needles)]
+    chosen = set()
+    for original in filters:
+        matched = matching(found, original.replace("::", "."))
+        if not matched:
+            close = difflib.get_close_matches(original, kernel_names(found), n=3, cutoff=CLOSE)
+            hint = f"; did you mean {' or '.join(f'`{name}`' for name in close)}?" if close else ""
+            report.status("Warning", f"filter `{original}` matched no kernel{hint}", filter=original)
+        chosen |= {id(t) for t in matched}
+    return [t for t in found if id(t) in chosen]
+
+
+def matching(found: list[Target], needle: str) -> list[Target]:
+    """The kernels `needle` names exactly (their name, a dotted tail of their identity or all of it), else
+    every kernel whose identity contains it: `attention_forward` is not also `attention_forward_first`."""
+    exact = [t for t in found if f".{t.source.identity}".endswith(f".{needle}")]
+    return exact or [t for t in found if needle in t.source.identity]
+
+
+def kernel_names(found: list[Target]) -> list[str]:
+    """The kernels' names (their identity's last part), sorted, each once."""
+    return sorted({t.source.identity.rsplit(".", 1)[-1] for t in found})
+
+
+def listed(found: list[Target], most: int = 8) -> str:
+    """The kernels' names for a message: all of them when few, else the first `most` and `…`."""
+    names = kernel_names(found)
+    return ", ".join(names[:most] + (["…"] if len(names) > most else []))
 
 
 DUMPS = ("dump_visa", "dump_dfg", "dump_ir", "dump_graph", "dump_schedule", "dump_summary")
@@ -171,9 +201,9 @@ def run_compile(options: argparse.Namespace) -> int:
     chosen = selected_targets(options.package, options.filters, report)
     if chosen is None:
         return 1
-    out, selected, total = chosen
+    out, selected, found = chosen
     if not selected:
-        report.status("Error", "no kernel selected" + (f" (of {total})" if total else ""))
+        report.status("Error", "no kernel selected" + (f" (of {len(found)}: {listed(found)})" if found else ""))
         return 1
     if _dumps(options) and len(selected) != 1:
         names = "\n".join(f"    {t.source.identity}" for t in selected)

@@ -34,7 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-V", "--version", action="version", version=f"furiosa-opt {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="<command>")
     compile_ = commands.add_parser("compile", help="compile kernels (Python → vISA → LIR → EDF)")
-    compile_.add_argument("filters", nargs="*", metavar="FILTER", help="substring of a kernel identity (`::` ok)")
+    compile_.add_argument(
+        "filters", nargs="*", metavar="FILTER", help="a kernel's name, else a substring of its identity (`::` ok)"
+    )
     compile_.add_argument("-p", "--package", action="append", default=[], metavar="PKG")
     compile_.add_argument("--message-format", choices=("human", "json"), default="human")
     compile_.add_argument("--visa", type=Path, metavar="FILE", help="compile hand-written vISA instead")

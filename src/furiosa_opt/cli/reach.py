@@ -15,6 +15,7 @@ a name that cannot be read (`import_module(name)`, `__import__`, `sys.modules`) 
 from __future__ import annotations
 
 import ast
+import difflib
 import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -219,17 +220,36 @@ def unknown_program(target: str, packages: list[Package], cwd: Path) -> str | No
         except (ImportError, ValueError):
             pass
     tables, owners = ", ".join(sorted(named)) or "none", ", ".join(p.name for p in packages) or "no package"
-    lines = [f"`{target}` is not a host program: looked up as a bin of [tool.furiosa-opt.bins] ({tables}), as "
-             f"a file under {cwd}, and as a module of {owners}"]  # fmt: skip
+    looked = (f"`{target}` is not a host program: looked up as a bin of [tool.furiosa-opt.bins] ({tables}), as "
+              f"a file under {cwd}, and as a module of {owners}")  # fmt: skip
+    return "\n".join([looked, *_run_hints(target, named, packages)])
+
+
+def _run_hints(target: str, named: dict[str, str], packages: list[Package]) -> list[str]:
+    """What to type instead of `run TARGET`: a module of that name by its full name (or declared as a bin),
+    else the close names, else how to declare TARGET as a bin."""
     leaf = target.removesuffix(".py").split(".")[-1]
     matches = [module for p in packages for module, _ in p.modules() if module.split(".")[-1] == leaf]
-    if matches:
-        lines.append(f"help: run the module by its full name: `furiosa-opt run {matches[0]}`")
+    if not matches and (close := close_programs(leaf, named, packages)):
+        names = " or ".join(f"`{name}`" for name in close)
+        return [f"help: did you mean {names}? `furiosa-opt run {close[0]}`"]
     package = next(iter(packages), None)
     module = matches[0] if matches else f"{package.imports[0] if package else 'package'}.{leaf}"
     where = f"{package.root / 'pyproject.toml'}" if package else "pyproject.toml"
-    lines.append(f'help: or declare it as a bin in {where}:  [tool.furiosa-opt.bins]  {leaf} = "{module}"')
-    return "\n".join(lines)
+    declare = f'declare it as a bin in {where}:  [tool.furiosa-opt.bins]  {leaf} = "{module}"'
+    if matches:
+        return [f"help: run the module by its full name: `furiosa-opt run {matches[0]}`", f"help: or {declare}"]
+    return [f"help: {declare}"]
+
+
+def close_programs(leaf: str, named: dict[str, str], packages: list[Package]) -> list[str]:
+    """The programs a misspelt `run LEAF` may mean, closest first: bins with a close name, else modules of
+    the packages whose last part is close (by their full name, which `run` takes)."""
+    close = difflib.get_close_matches(leaf, named, n=3)
+    if close:
+        return close
+    modules = {module.split(".")[-1]: module for p in packages for module, _ in p.modules()}
+    return [modules[name] for name in difflib.get_close_matches(leaf, modules, n=3)]
 
 
 def tested_files(args: list[str], cwd: Path) -> list[Path]:

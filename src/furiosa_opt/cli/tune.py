@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from furiosa_opt.cli.compile import Reporter, selected_targets
+from furiosa_opt.cli.compile import Reporter, listed, selected_targets
 from furiosa_opt.cli.signals import Stopping
 from furiosa_opt.files import printable
 from furiosa_opt.tune import study as studies
@@ -27,7 +27,7 @@ from furiosa_opt.tune.study import OBJECTIVES, SAMPLERS
 
 def add_tune_parser(commands: argparse._SubParsersAction) -> None:
     tune = commands.add_parser("tune", help="search a kernel's declared choices for the shortest makespan")
-    tune.add_argument("kernel", metavar="KERNEL", help="substring of one kernel's identity (`::` ok)")
+    tune.add_argument("kernel", metavar="KERNEL", help="one kernel's name, else a substring of its identity (`::` ok)")
     tune.add_argument("-p", "--package", action="append", default=[], metavar="PKG")
     tune.add_argument("--trials", type=_positive, default=20, metavar="N", help="points to measure (default 20)")
     tune.add_argument("--sampler", choices=SAMPLERS, default="grid")
@@ -67,9 +67,11 @@ def run_tune(options: argparse.Namespace) -> int:
     selected = selected_targets(options.package, [options.kernel], report)
     if selected is None:
         return 1
-    out, chosen, _ = selected
+    out, chosen, found = selected
     if len(chosen) != 1:
-        names = "".join(f"\n    {t.source.identity}" for t in chosen)
+        names = "".join(f"\n    {t.source.identity}" for t in chosen) or (
+            f" (kernels: {listed(found)})" if found else ""
+        )
         report.status("Error", f"tune needs exactly one kernel, {len(chosen)} match `{options.kernel}`{names}")
         return 1
     target = chosen[0]

@@ -207,14 +207,31 @@ def locate(start: Path) -> Workspace:
             member = _package(directory, config)
     if member is not None:
         return Workspace(member.root, [member], [member])
+    below = [f"`cd {printable(name)}`" for name in _packages_below(start)]
+    nearby = [f"a kernel package is right below: {' or '.join(below)}"] if below else []
     raise WorkspaceError(
         Diagnostic(
             "no-package",
             f"no kernel package or workspace found from {start} (a "
             "pyproject.toml with [tool.furiosa-opt] kernel-package = true)",
             "workspace",
+            help=[*nearby, "make one with `furiosa-opt new NAME` and `cd NAME`, or cd into a kernel package"],
         )
     )
+
+
+def _packages_below(start: Path) -> list[str]:
+    """The directories right below `start` that hold a kernel package or workspace: where a user who ran
+    `furiosa-opt new NAME` and not yet `cd NAME` meant to be. One that cannot be read is left out."""
+    found = []
+    for project in sorted(start.glob("*/pyproject.toml")):
+        try:
+            config = _read(project)
+        except WorkspaceError:
+            continue
+        if _is_kernel_package(config) or "furiosa-opt-workspace" in config.get("tool", {}):
+            found.append(project.parent.name)
+    return found
 
 
 def select(workspace: Workspace, names: list[str]) -> list[Package]:

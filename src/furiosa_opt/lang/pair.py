@@ -95,8 +95,7 @@ class VectorPair:
     @staticmethod
     def _computed(group, operand, method: str, combine) -> object:
         if isinstance(operand, tuple):
-            first, _ = group._operand(operand[0], method)
-            second = group._constant(operand[1], method)
+            first, second, _ = group._ternary(operand, method)
             return active().elementwise(lambda s, a, b: combine(s, (a, b)), group.stream.data, first, second)
         values, _ = group._operand(operand, method)
         return active().elementwise(combine, group.stream.data, values)

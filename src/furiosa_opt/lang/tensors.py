@@ -25,7 +25,7 @@ from furiosa_opt.lang.context import RUNNING, DmaContext, ExecutionContext, expe
 from furiosa_opt.mapping import Mapping, MappingError, PadKind, m, views
 from furiosa_opt.mapping.algebra import check_pad, pair, tile_view
 from furiosa_opt.mapping.evaluate import evaluate
-from furiosa_opt.mapping.expr import Pair
+from furiosa_opt.mapping.expr import Pair, shown_pair
 from furiosa_opt.mapping.factors import Comp, SymAtom
 from furiosa_opt.scalar import Scalar
 from furiosa_opt.verify import indirect as verify_indirect
@@ -65,7 +65,8 @@ class TensorType:
             return f"expected dtype {self.dtype}, got {value.dtype}"
         for level, want, got in zip(self.cls.levels, self.params, value.params, strict=True):
             if want != got:
-                return f"{level} mapping: expected `{want}`, got `{got}`"
+                expected, given = shown_pair(want, got)
+                return f"{level} mapping: expected {expected}, got {given}"
         return None
 
 

@@ -59,6 +59,17 @@ class _Stashed:
 
 
 SPENT = "spent"  # the stash state once read: it cannot be written or read again this pass
+OPERAND = "a constant, a VrfTensor or Stash"  # what an operand position with the register-file port accepts
+TERNARY = ("operand 1 of 2 (`a`)", "operand 2 of 2 (`b`)")  # a ternary pair's positions, as errors name them
+SWAP = (
+    "for `x * 2.0 + vrf`, put the VrfTensor first and swap the operands with the mode: "
+    "`vector_fp_ternary_with_mode(FpTernaryOp.FmaF, TernaryArgMode.Mode021, (vrf, 2.0))`"
+)
+
+
+def _at(method: str, which: str) -> str:
+    """Where an operand error is: the op, and the operand when the op takes several."""
+    return f"`{method}` {which}" if which else f"`{method}`"
 
 
 class VectorNotFinal(VerifyError, AttributeError):
@@ -131,9 +142,9 @@ class VectorStream:
             self.inter_first,
         )
 
-    def _operand(self, operand: object, method: str) -> tuple[object, object]:
+    def _operand(self, operand: object, method: str, which: str = "") -> tuple[object, object]:
         """A constant, a VRF tensor or the stash, broadcast into the stream's layout; and the stash state
-        after the read."""
+        after the read. `which` names the operand in errors when the op takes several (`operand 1 of 2`)."""
         if operand is Stash:
             rules.check_stash_read(self.stash, self.dtype, self.way, method)
             held: _Stashed = self.stash
@@ -142,29 +153,47 @@ class VectorStream:
         if isinstance(operand, VrfTensor):
             if operand.dtype != self.dtype:
                 raise VerifyError(
-                    "vector-operand", f"`{method}`: a {operand.dtype} VRF operand on a {self.dtype} stream"
+                    "vector-operand", f"{_at(method, which)}: a {operand.dtype} VRF operand on a {self.dtype} stream"
                 )
             try:
                 values = active().relayout(operand.data, operand.storage.factors, self.stream.layout.factors, True)
             except MappingError as error:
                 raise VerifyError(
-                    "vector-operand", f"`{method}`: the VRF operand does not fit the stream: {error}"
+                    "vector-operand", f"{_at(method, which)}: the VRF operand does not fit the stream: {error}"
                 ) from None
             return values, self.stash
-        return self._constant(operand, method), self.stash
+        return self._constant(operand, method, which, OPERAND), self.stash
 
-    def _constant(self, operand: object, method: str) -> object:
+    def _ternary(self, operands: tuple, method: str) -> tuple[object, object, object]:
+        """A ternary op's pair `(a, b)`: `a` through the op's one register-file port (a constant, a VRF
+        tensor or the stash), `b` an immediate. The values of both and the stash state after the read."""
+        first, second = operands
+        if second is Stash or isinstance(second, VrfTensor):
+            got = "Stash" if second is Stash else "a VrfTensor"
+            raise VerifyError(
+                "vector-operand",
+                f"{_at(method, TERNARY[1])} must be a constant, got {got}: the op reads its one register-file "
+                f"operand (a VrfTensor or Stash) as {TERNARY[0]} only",
+                notes=(SWAP,),
+            )
+        values, stash = self._operand(first, method, TERNARY[0])
+        return values, self._constant(second, method, TERNARY[1], "a constant"), stash
+
+    def _constant(self, operand: object, method: str, which: str = "", takes: str = OPERAND) -> object:
+        """An immediate broadcast over the stream; `takes` says what the operand's position accepts."""
         if isinstance(operand, Scalar):
             raise VerifyError(
                 "runtime-immediate",
-                f"`{method}`: a vector-engine immediate must be a compile-time constant, but `{operand}` depends "
-                "on a device loop index",
+                f"{_at(method, which)}: a vector-engine immediate must be a compile-time constant, but `{operand}` "
+                "depends on a device loop index",
                 notes=("use a VRF operand, or a Python `range` loop so that each pass has its own constant",),
             )
         if isinstance(operand, bool) or not isinstance(operand, int | float):
-            raise VerifyError("vector-operand", f"`{method}` takes a constant, a VrfTensor or Stash, got {operand!r}")
+            raise VerifyError("vector-operand", f"{_at(method, which)} takes {takes}, got {operand!r}")
         if self.dtype == dtypes.i32 and not isinstance(operand, int):
-            raise VerifyError("vector-operand", f"`{method}`: an i32 stream takes an int constant, got {operand!r}")
+            raise VerifyError(
+                "vector-operand", f"{_at(method, which)}: an i32 stream takes an int constant, got {operand!r}"
+            )
         return active().constant(operand, self.dtype.storage, self.stream.layout.size)
 
     def _enter(self, method: str) -> str:
@@ -204,9 +233,8 @@ class VectorStream:
         for guard, payload in operand.slots:
             if isinstance(payload, tuple):
                 ternary = True
-                first, second = payload
-                held, stash = self._operand(first, method)
-                values.append((held, self._constant(second, method)))
+                held, constant, stash = self._ternary(payload, method)
+                values.append((held, constant))
             else:
                 held, stash = self._operand(payload, method)
                 values.append(held)
@@ -401,8 +429,7 @@ class VectorStream:
                 raise VerifyError(
                     "vector-operand", f"`{method}` takes a pair of operands `(a, b)` or a Branched, got {operands!r}"
                 )
-            values, stash = self._operand(operands[0], method)
-            constant = self._constant(operands[1], method)
+            values, constant, stash = self._ternary(operands, method)
             data = active().elementwise(lambda s, a, b: combine(s, (a, b)), self.stream.data, values, constant)
             shown = operands
         result = self._with(stage, data, alu=alu, stash=stash)

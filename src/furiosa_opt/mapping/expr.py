@@ -269,6 +269,33 @@ class Mapping:
         return render_factors(self.factors)
 
 
+def shown_pair(expected: Mapping, got: Mapping) -> tuple[str, str]:
+    """Two mappings as a mismatch message shows them, in backticks. Text alone hides axes that share a
+    name but not a size (two `axes(N=…)` declarations print `N, D` alike), so each such axis's sizes
+    follow: `` `N, D` (N=8)`` against `` `N, D` (N=4)``."""
+    want, have = _axis_sizes(expected.factors), _axis_sizes(got.factors)
+    differ = sorted(name for name in want.keys() & have.keys() if want[name] != have[name])
+    return _sized(expected, want, differ), _sized(got, have, differ)
+
+
+def _sized(mapping: Mapping, sizes: dict[str, int], names: list[str]) -> str:
+    text = f"`{mapping}`"
+    return f"{text} ({', '.join(f'{name}={sizes[name]}' for name in names)})" if names else text
+
+
+def _axis_sizes(fs: tuple[Factor, ...]) -> dict[str, int]:
+    """The declared size of each axis the factors read, by name (a composite's axes included)."""
+    from furiosa_opt.mapping.factors import Comp, SymAtom
+
+    sizes: dict[str, int] = {}
+    for f in fs:
+        if isinstance(f.atom, SymAtom):
+            sizes[f.atom.name] = f.atom.n
+        elif isinstance(f.atom, Comp):
+            sizes |= _axis_sizes(f.atom.k)
+    return sizes
+
+
 @dataclass(frozen=True, slots=True)
 class Cell:
     """One buffer position: `kind` is "index" (live, with `index`), "padding" (with `padding`) or "oob".

@@ -18,6 +18,7 @@ from furiosa_opt.mapping.algebra import (
     remove_padding,
     split_at,
 )
+from furiosa_opt.mapping.expr import shown_pair
 
 # stream dtype → (TRF dtypes it pairs with, accumulator)
 OPERANDS = {
@@ -187,14 +188,15 @@ def check_contract_lane(
         )
     expected_time, expected_packet = lane_outputs(mode, lane, time, packet)
     if out_packet != expected_packet:
+        shown, got = shown_pair(expected_packet, out_packet)
         raise VerifyError(
             "contract-lane-packet-mismatch",
-            f"contract_lane ({mode}): OutPacket mismatch. Expected: {_show(expected_packet)}, got: {_show(out_packet)}",
+            f"contract_lane ({mode}): OutPacket mismatch. Expected: {shown}, got: {got}",
         )
     if out_time != expected_time:
+        shown, got = shown_pair(expected_time, out_time)
         raise VerifyError(
-            "contract-lane-time-mismatch",
-            f"contract_lane ({mode}): OutTime mismatch. Expected {_show(expected_time)}, got {_show(out_time)}",
+            "contract-lane-time-mismatch", f"contract_lane ({mode}): OutTime mismatch. Expected {shown}, got {got}"
         )
     inner = inner_time(pre_reduce_time, time)
     padded_lane, padded_packet = (

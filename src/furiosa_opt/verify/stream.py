@@ -9,6 +9,7 @@ from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping import Mapping, MappingError
 from furiosa_opt.mapping.algebra import is_resize_of, padded, pair, split_at
+from furiosa_opt.mapping.expr import shown_pair
 from furiosa_opt.mapping.sequencer import Mode, SequencerError, sequence
 
 # (input, output) pairs each converting stage accepts (spec/mapping.md §6 "legal conversions per stage").
@@ -121,16 +122,12 @@ def check_collect(dtype: DType, time: Mapping, packet: Mapping, time2: Mapping, 
     aligned = -(-packet.size // flit) * flit
     outer, inner = split_at(padded(packet, aligned), flit)
     if inner != packet2:
-        raise VerifyError(
-            "collect-packet-mismatch",
-            f"Collect packet mismatch. Expected: {_show(inner)}, got: {_show(packet2)}",
-        )
+        shown, got = shown_pair(inner, packet2)
+        raise VerifyError("collect-packet-mismatch", f"Collect packet mismatch. Expected: {shown}, got: {got}")
     expected_time = pair(time, outer)
     if expected_time != time2:
-        raise VerifyError(
-            "collect-time-mismatch",
-            f"Collect time mismatch. Expected: {_show(expected_time)}, got: {_show(time2)}",
-        )
+        shown, got = shown_pair(expected_time, time2)
+        raise VerifyError("collect-time-mismatch", f"Collect time mismatch. Expected: {shown}, got: {got}")
 
 
 def check_to_trf(dtype: DType, time: Mapping, packet: Mapping, lane: Mapping, element: Mapping) -> None:
@@ -180,10 +177,8 @@ def check_cast(source: DType, target: DType, packet: Mapping, out_packet: Mappin
         )
     expected = padded(packet, RNGD.flit_bytes * 8 // target.bits)
     if expected != out_packet:
-        raise VerifyError(
-            "cast-packet-mismatch",
-            f"Cast packet mismatch. Expected: {_show(expected)}, got: {_show(out_packet)}",
-        )
+        shown, got = shown_pair(expected, out_packet)
+        raise VerifyError("cast-packet-mismatch", f"Cast packet mismatch. Expected: {shown}, got: {got}")
 
 
 def check_commit_trim(dtype: DType, packet: Mapping, out_packet: Mapping) -> None:

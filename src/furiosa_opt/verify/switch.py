@@ -42,7 +42,7 @@ from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.mapping import Mapping, MappingError
 from furiosa_opt.mapping.algebra import pair, split_at
 from furiosa_opt.mapping.evaluate import evaluate
-from furiosa_opt.mapping.expr import PadKind
+from furiosa_opt.mapping.expr import PadKind, shown_pair
 from furiosa_opt.mapping.refine import SubDigit, describe_subdigit, refine
 from furiosa_opt.mapping.relayout import position_of
 from furiosa_opt.switch import SwitchConfig
@@ -132,7 +132,8 @@ def _power_of_two(axis: str, value: int) -> None:
 
 def _compare(frame: str, expected: Mapping, got: Mapping) -> None:
     if expected != got:
-        raise VerifyError("switch-output-mismatch", f"Switch {frame} mismatch: expected `{expected}`, got `{got}`")
+        shown, given = shown_pair(expected, got)
+        raise VerifyError("switch-output-mismatch", f"Switch {frame} mismatch: expected {shown}, got {given}")
 
 
 def _compare_slots(slots: list, in_slice: Mapping, in_time: Mapping, out_slice: Mapping) -> None:

@@ -10,7 +10,7 @@ from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping import Mapping, MappingError, m
 from furiosa_opt.mapping.algebra import divide_exact, divide_relaxed, is_padding, padded, pair, split_at, tile_view
-from furiosa_opt.mapping.expr import PadKind, Sym
+from furiosa_opt.mapping.expr import PadKind, Sym, shown_pair
 from furiosa_opt.mapping.factors import symbols
 from furiosa_opt.mapping.refine import describe_subdigit, refine
 from furiosa_opt.verify.contraction import inner_time
@@ -164,10 +164,8 @@ def _packet_size(packet: Mapping, size: int, method: str) -> None:
 
 def _equal(method: str, what: str, expected: Mapping, got: Mapping) -> None:
     if expected != got:
-        raise VerifyError(
-            f"vector-{what}-mismatch",
-            f"{method}: {what} mismatch. Expected: {_show(expected)}, got: {_show(got)}",
-        )
+        shown, given = shown_pair(expected, got)
+        raise VerifyError(f"vector-{what}-mismatch", f"{method}: {what} mismatch. Expected: {shown}, got: {given}")
 
 
 # ---- the stash: write once, read once ----
