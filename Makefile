@@ -42,7 +42,7 @@ test: browser lint
 # The documentation site (mkdocs.yml): strict, so a broken link, anchor or docstring fails the build.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
-	@echo "site: target/site/index.html"
+	@echo "site: target/site/index.html (open it as a file: no server needed, search included)"
 
 # The viewer's browser tests drive Debian's Chromium (never a downloaded browser build) and fail without
 # it, so a fresh machine gets it here: installed when we are root (CI), else one line saying how.

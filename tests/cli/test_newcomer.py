@@ -12,24 +12,32 @@ from pathlib import Path
 import pytest
 
 
+def clean_environment() -> dict[str, str]:
+    """This process's environment less what would point a command at this test run's interpreter or settings."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("FURIOSA_OPT_", "PYTHON", "VIRTUAL_ENV"))}
+
+
 def run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("FURIOSA_OPT_", "PYTHON", "VIRTUAL_ENV"))}
-    done = subprocess.run(argv, cwd=cwd, env=environment, capture_output=True, text=True, timeout=240)
+    done = subprocess.run(argv, cwd=cwd, env=clean_environment(), capture_output=True, text=True, timeout=240)
     assert done.returncode == 0 and "Traceback" not in done.stderr, f"{argv}\n{done.stdout}\n{done.stderr}"
     return done
 
 
-@pytest.fixture
-def venv(tmp_path) -> Path:
-    """A virtual environment whose site-packages adds ours after its own (a .pth line runs addsitedir, so
-    our editable installs resolve too); what pip installs there stays there."""
-    root = tmp_path / "venv"
+def fresh_venv(root: Path) -> Path:
+    """A virtual environment at `root` whose site-packages adds ours after its own (a .pth line runs
+    addsitedir, so our editable installs resolve too); what pip installs there stays there. Made without pip
+    (ours is found through the .pth), which saves the seconds ensurepip takes. Returns its python."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
     python = root / "bin" / "python"
-    purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], tmp_path).stdout
+    purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], root).stdout
     ours = sysconfig.get_path("purelib")
     (Path(purelib.strip()) / "_furiosa_opt_dev.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
     return python
+
+
+@pytest.fixture
+def venv(tmp_path) -> Path:
+    return fresh_venv(tmp_path / "venv")
 
 
 def test_new_install_test_and_run_from_anywhere(tmp_path, venv):
