@@ -57,10 +57,13 @@ endif
 endif
 endif
 
-# The long fuzz: tests/hostile/test_fuzz.py with forty times the examples `make test` runs, counts printed.
+# The long fuzz: every hypothesis test (hypothesis's `hypothesis` marker; tests/hostile/test_fuzz.py sets it
+# too) under the `fuzz` profile of tests/hypothesis_profiles.py: fresh random examples, forty times as many as
+# `make test` runs. The fuzzers print their counts (-s), hypothesis each property's (--hypothesis-show-statistics).
 .PHONY: fuzz
 fuzz: $(STAMP)
-	FURIOSA_OPT_FUZZ=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/hostile/test_fuzz.py
+	FURIOSA_OPT_FUZZ=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider -m 'hypothesis and not slow' \
+		--hypothesis-show-statistics
 
 bench: $(STAMP)
 	$(BIN)/python -m pytest -m slow || test $$? -eq 5  # 5: no test is marked slow

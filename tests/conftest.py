@@ -1,5 +1,9 @@
 import sys
 
+import hypothesis_profiles
+
+hypothesis_profiles.load()  # derandomized under `make test`, random and longer under `make fuzz`
+
 
 def pytest_terminal_summary(terminalreporter) -> None:
     """The differential harness's tally (test_differential.py): kernels compared, refused fixtures, and

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from furiosa_opt import dtypes as dt
 from furiosa_opt.dtypes import DTypeError
@@ -321,7 +322,7 @@ def test_bf16_against_reference():
     check_against(dt.bf16_from_f32_relu_hw, ref_bf16_relu, pts, 16)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(f32_bit_lists)
 def test_bf16_property(bits):
     check_against(dt.bf16_from_f32, ref_bf16_user, bits, 16)
@@ -421,7 +422,7 @@ def test_f8e4m3_against_reference():
     check_against(dt.f8e4m3_from_f32, ref_f8e4m3, pts + SPECIAL_BITS + RANDOM_BITS, 8)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(f32_bit_lists)
 def test_f8e4m3_property(bits):
     check_against(dt.f8e4m3_from_f32, ref_f8e4m3, bits, 8)
@@ -496,7 +497,7 @@ def test_f8e5m2_against_reference():
     check_against(dt.f8e5m2_from_f32, ref_f8e5m2, pts + SPECIAL_BITS + RANDOM_BITS, 8)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(f32_bit_lists)
 def test_f8e5m2_property(bits):
     check_against(dt.f8e5m2_from_f32, ref_f8e5m2, bits, 8)
@@ -554,7 +555,7 @@ def test_f4e2m1_against_reference():
     check_against(dt.f4e2m1_from_f32, ref_f4e2m1, pts + SPECIAL_BITS + RANDOM_BITS[:1500], 8)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(f32_bit_lists)
 def test_f4e2m1_property(bits):
     check_against(dt.f4e2m1_from_f32, ref_f4e2m1, bits, 8)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from furiosa_opt import dtypes
 from furiosa_opt.vector import arithmetic as cv
@@ -808,7 +809,7 @@ f32s = st.floats(width=32, allow_nan=True, allow_infinity=True)
 f32_pairs = st.lists(st.tuples(f32s, f32s), min_size=1, max_size=40)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(i32_pairs)
 def test_fxp_and_logic_random(ab):
     a, b = ([p[i] for p in ab] for i in (0, 1))
@@ -819,7 +820,7 @@ def test_fxp_and_logic_random(ab):
         assert cv.logic(op, xa, xb).tolist() == [ref(x, y) for x, y in ab], op
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(i32_pairs)
 def test_clip_i32_random(ab):
     xa, xb = i32_array([p[0] for p in ab]), i32_array([p[1] for p in ab])
@@ -827,7 +828,7 @@ def test_clip_i32_random(ab):
         assert cv.clip(op, xa, xb).tolist() == [ref(x, y) for x, y in ab], op
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(f32_pairs)
 def test_clip_f32_random(ab):
     xa, xb = f32_array([p[0] for p in ab]), f32_array([p[1] for p in ab])
@@ -835,7 +836,7 @@ def test_clip_f32_random(ab):
         assert_f32_bits(cv.clip(op, xa, xb), [ref(x, y) for x, y in ab])
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.tuples(f32s, f32s, f32s), min_size=1, max_size=20))
 def test_fma_random_property(abc):
     a, b, c = (f32_array([t[i] for t in abc]) for i in range(3))

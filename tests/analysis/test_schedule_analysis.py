@@ -11,6 +11,7 @@ import pytest
 from example_kernels import KERNELS
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from furiosa_opt.analysis.critical_path import critical_path
 from furiosa_opt.analysis.dependencies import Dependencies
@@ -313,7 +314,7 @@ def schedules(draw) -> dict:
     return {"instructions": instructions, "tensors": tensors}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(schedules())
 def test_invariants_on_random_schedules(data):
     check_invariants(parse_schedule(data))

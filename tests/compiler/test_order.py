@@ -11,6 +11,7 @@ import pytest
 from backends import backend
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from furiosa_opt import *
 from furiosa_opt.compiler.driver import compile_kernel
@@ -205,7 +206,7 @@ def _programs(draw):
     return units, {n: c for n, c in charges.items() if n in used}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_programs())
 def test_search_finds_an_order_exactly_when_one_exists(program):
     units, charges = program

@@ -1,25 +1,28 @@
 """Fuzzing with hypothesis: damaged EDFs (the reader, and the simulator under a memory limit), vISA text,
 schedule JSON and pyproject.toml. Every input either loads or gives a `FuriosaOptError`, never another
-exception. `make test` runs a bounded number of examples; `make fuzz` (FURIOSA_OPT_FUZZ=1) forty times as
-many. Each test prints how many examples it ran (`pytest -s`)."""
+exception. `make test` runs a bounded number of examples, the same ones every run; `make fuzz`
+(FURIOSA_OPT_FUZZ=1) forty times as many, fresh each run (tests/hypothesis_profiles.py). Each input a
+fuzzer ever found failing is an explicit example of its target. Each test prints how many examples it ran
+(`pytest -s`)."""
 
 import contextlib
 import copy
 import functools
 import json
 import math
-import os
 import shutil
 import string
 from pathlib import Path
 
 import pytest
+from compiler.test_visa_replay import MEMSET_ON_HBM
 from example_kernels import KERNELS
 from hostile import seed_kernels
 from hostile.mutations import EDGE_TEXT, damaged, edf_body, edf_bytes, texts, values
 from hostile.support import GIB, PYTHON, ROOT, run
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from furiosa_opt.analysis.critical_path import critical_path, critical_path_json
 from furiosa_opt.analysis.diff import diff, diff_json
@@ -32,15 +35,22 @@ from furiosa_opt.compiler.edf import EdfError, read_edf
 from furiosa_opt.compiler.schedule import schedule_json
 from furiosa_opt.compiler.workspace import WorkspaceError, locate, select
 
-SCALE = 40 if os.environ.get("FURIOSA_OPT_FUZZ") == "1" else 1
+# `make fuzz` selects hypothesis's marker, which it sets on @given tests only: these run @given functions inside.
+pytestmark = pytest.mark.hypothesis
 SEEDS = [seed_kernels.memset_zero, seed_kernels.gather_rows, seed_kernels.pcopy_relayout, seed_kernels.kept_loop,
          *KERNELS.values()]  # fmt: skip
 COUNTS: dict[str, int] = {}
 
 
-def fuzz(examples: int):
-    return settings(max_examples=examples * SCALE, deadline=None, database=None,
-                    suppress_health_check=list(HealthCheck))  # fmt: skip
+def fuzz(n: int):
+    return settings(max_examples=examples(n), deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def pinned(test, finds: list):
+    """`test` with each input an earlier run found failing as an explicit example, run first every time."""
+    for find in finds:
+        test = example(find)(test)
+    return test
 
 
 def tally(name: str) -> None:
@@ -80,12 +90,13 @@ def test_fuzz_edf_reader():
 
 def test_fuzz_edf_simulator_under_a_memory_limit():
     """In a child with a 1 GiB address space and a 256 MiB budget (tests/hostile/fuzz_simulator.py)."""
-    examples = 150 * SCALE
+    count = examples(150)
     script = ROOT / "tests" / "hostile" / "fuzz_simulator.py"
-    done = run([PYTHON, script, str(examples), str(GIB), str(256 << 20)], ROOT, timeout=3600)
+    done = run([PYTHON, script, str(count), str(GIB), str(256 << 20)], ROOT, timeout=3600)
     assert done.code == 0, done.text
     result = json.loads(done.stdout.splitlines()[-1])
-    assert result["examples"] == examples and result["ran"] > 0 and result["refused_by_reader"] > 0
+    assert result["pinned"] == 4 and result["examples"] == count + result["pinned"]
+    assert result["ran"] > 0 and result["refused_by_reader"] > result["pinned"]
     COUNTS["edf simulator"] = result["examples"]
     print(f"\nfuzz edf simulator: {json.dumps(result)}")
 
@@ -127,6 +138,26 @@ def damaged_visa(draw):
     return ("\n".join(lines) + "\n").encode("utf-8", "surrogatepass")
 
 
+def visa_finds() -> list[bytes]:
+    """What the vISA fuzzer found, each failing on the build before its fix: a Unicode digit (`A=²`, a
+    ValueError in the parser, f132304), the kept loop without its `if` (its `end_if` closed the loop: a
+    ValueError in stage 2, 2f00491) and with its `end_loop` twice (an AttributeError in stage 2, 59b8333),
+    `memset` on an HBM tensor (an AttributeError in the replay) and constant_add with an unknown dtype (a
+    DTypeError), both e1d64a1."""
+    kept_loop = compiled()[SEEDS.index(seed_kernels.kept_loop)].visa_text
+    (if_line,) = [line for line in kept_loop.splitlines(keepends=True) if line.startswith("if ")]
+    (end_loop,) = [line for line in kept_loop.splitlines(keepends=True) if line.startswith("end_loop ")]
+    constant_add = compiled()[SEEDS.index(KERNELS["constant_add"])].visa_text
+    broken = [
+        "kernel a.b chip=1 pe=8\naxes A=\u00b2\nreturn %0\n",
+        kept_loop.replace(if_line, ""),
+        kept_loop.replace(end_loop, end_loop * 2),
+        MEMSET_ON_HBM,
+        constant_add.replace("hbm<i32", "hbm<f128"),
+    ]
+    return [text.encode() for text in broken]
+
+
 def test_fuzz_visa_parser(folder):
     """`load_visa` (the parser behind `compile --visa`), and the compile of what it accepts."""
     path = folder / "k.visa"
@@ -143,7 +174,7 @@ def test_fuzz_visa_parser(folder):
         result = compile_visa(path)
         assert result.ok or result.diagnostics
 
-    one()
+    pinned(one, visa_finds())()
     report("visa")
 
 
@@ -248,6 +279,7 @@ def test_fuzz_pyproject(folder):
 
     @fuzz(200)
     @given(pyprojects())
+    @example(b'[tool.furiosa-opt-workspace]\nmembers = ["."]\n')  # an IndexError in pathlib's glob (9f34714)
     def one(data):
         tally("pyproject")
         shutil.rmtree(workspace, ignore_errors=True)
@@ -267,7 +299,7 @@ def test_the_damage_is_damage():
     bodies = [edf_body(result.edf) for result in compiled()]
     changed = []
 
-    @settings(max_examples=30, deadline=None, database=None)
+    @settings(max_examples=30, deadline=None)
     @given(damaged(bodies))
     def one(body):
         changed.append(body not in bodies)

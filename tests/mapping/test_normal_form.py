@@ -2,17 +2,25 @@
 and property tests against the independent per-position oracle (tests/mapping_oracle.py)."""
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 from mapping_oracle import cell as oracle_cell
 from mapping_oracle import padding_kinds
 from mapping_strategies import POOL, SIZES, nodes
 
-from furiosa_opt.mapping import axes, m
+from furiosa_opt.mapping import Cell, axes, m
 from furiosa_opt.mapping.algebra import split_at
 from furiosa_opt.mapping.expr import Mapping, render
 from furiosa_opt.mapping.factors import BC, Comp, Factor, SymAtom, canon, has_composite
 from furiosa_opt.mapping.parse import parse
+
+SCOPE = {axis.name: axis for axis in POOL}
+# Found by test_every_cell_matches_the_oracle_and_normalisation_is_idempotent: a split of a split of a padded
+# pair, whose second cut is ragged in a digit of the first split's composite.
+SPLIT_OF_A_SPLIT = parse(
+    "[[[A, C] #{!} 32 % 4, [A, C] #{!} 32 / 4] % 2, [[A, C] #{!} 32 % 4, [A, C] #{!} 32 / 4] / 2]", SCOPE
+).node
 
 
 def as_tuple(cell):
@@ -90,9 +98,28 @@ def test_broadcast_composite_is_not_merged_across_different_pad_kinds():
     assert m["1 #{!} 2, A #{!} 16"] == m["A #{!} 32"]
 
 
-@settings(max_examples=600, deadline=None)
+def test_a_ragged_cut_keeps_the_digits_of_a_composite_together():
+    """X = [Y % 4, Y / 4] with Y = [A, C] #{!} 32 reads Y's composite at two digits; cutting X by 2 is ragged
+    in the second. Wrapping that digit alone in a new composite decoded Y's coordinate in two parts, each on
+    its own: Top where the oracle has Y's Bottom padding, or a C past its size (Top) where it has a live cell."""
+    mapping = Mapping.from_node(SPLIT_OF_A_SPLIT)
+    # position 10: X's coordinate 0 + 2·10 = 20, Y's 20 // 8 + 4·(20 % 8) = 18, the first of Y's padding
+    assert mapping.cell(10) == Cell("padding", padding="bottom")
+    # position 24: X's coordinate 1 + 2·8 = 17, Y's 2 + 4·1 = 6, which is A = 1, C = 0
+    assert mapping.cell(24) == Cell("index", index={"A": 1})
+    check_against_the_oracle(SPLIT_OF_A_SPLIT)
+
+
+@settings(max_examples=examples(600), deadline=None)
 @given(nodes(4))
+@example(SPLIT_OF_A_SPLIT)
 def test_every_cell_matches_the_oracle_and_normalisation_is_idempotent(node):
+    check_against_the_oracle(node)
+
+
+def check_against_the_oracle(node):
+    """The size and every cell (one past the end too) as the oracle decodes them, any of the padding kinds
+    met where several meet; canonicalising again changes no cell."""
     mapping = Mapping.from_node(node)
     assert mapping.size == node.size
     assert canon(mapping.factors) == mapping.factors
@@ -106,7 +133,7 @@ def test_every_cell_matches_the_oracle_and_normalisation_is_idempotent(node):
         assert again.cell(position) == mapping.cell(position)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(nodes(3), st.data())
 def test_split_then_pair_is_the_identity(node, data):
     mapping = Mapping.from_node(node)
@@ -118,12 +145,12 @@ def test_split_then_pair_is_the_identity(node, data):
     assert m["outer, inner"] == mapping
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(nodes(3))
 def test_composite_free_equal_semantics_means_equal_canon(node):
     """Two spellings with the same cells (the node, and its canonical form re-parsed) normalise alike."""
     mapping = Mapping.from_node(node)
     if has_composite(mapping.factors) or any(f.atom == BC and f.m > 1 and f.padded for f in mapping.factors):
         return
-    reparsed = parse(mapping.canonical(), {axis.name: axis for axis in POOL})
+    reparsed = parse(mapping.canonical(), SCOPE)
     assert reparsed.factors == mapping.factors

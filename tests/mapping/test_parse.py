@@ -3,6 +3,7 @@
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hypothesis_profiles import examples
 
 from furiosa_opt.mapping import Axis, Mapping, MappingError, MappingSyntaxError, PadKind, axes, m
 from furiosa_opt.mapping.parse import parse
@@ -140,7 +141,7 @@ def test_error_message_shows_the_text_with_a_caret():
     assert lines[2].index("^") - lines[1].index("A") == 5
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.text(alphabet="AB12 ,/%=#()[]{}!*0xyQ.$", max_size=24))
 def test_no_other_exception_escapes_the_parser(text):
     try:

@@ -6,6 +6,7 @@ import itertools
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis_profiles import examples
 from mapping_strategies import layout_pairs
 
 from furiosa_opt.mapping import MappingError, axes, m
@@ -102,7 +103,7 @@ def _brute_force(src, dst):
     return out
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(layout_pairs())
 def test_index_map_matches_a_search_and_its_inverse_restores_live_cells(pair):
     src, dst = pair

@@ -5,6 +5,7 @@ and for random layout pairs."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis_profiles import examples
 from mapping_strategies import layout_pairs
 
 from furiosa_opt.mapping import axes, m
@@ -53,7 +54,7 @@ def test_composites_are_left_to_index_maps():
     assert plan(m["[B, A] # 2100"].factors, m["A, B"].factors) is None
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(layout_pairs())
 def test_random_layout_pairs_move_like_the_index_map(pair):
     src, dst = pair

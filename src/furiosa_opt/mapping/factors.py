@@ -122,7 +122,7 @@ def cut(fs: Factors, q: int) -> tuple[Factors, Factors]:
     while acc < q:
         i -= 1
         f, r = fs[i], q // acc
-        if f.e % r == 0:
+        if f.e % r == 0 and not _separates_composite(fs, i, r):
             outer, inner = _cut_factor(f, r)
             return normalize([*fs[:i], *outer]), normalize([*inner, *fs[i + 1 :]])
         if r % f.e:
@@ -134,6 +134,15 @@ def cut(fs: Factors, q: int) -> tuple[Factors, Factors]:
             return normalize([*fs[:j], Factor(k, q, whole // q, whole // q)]), normalize([Factor(k, 1, q, q)])
         acc *= f.e
     return normalize(fs[:i]), normalize(fs[i:])
+
+
+def _separates_composite(fs: Factors, i: int, r: int) -> bool:
+    """Whether cutting digit i alone by r would wrap it in a new composite (a ragged cut) while its atom, a
+    composite, has other digits in fs. Their coordinates must sum before the composite decodes, but a
+    composite nested in another decodes on its own: the cut must take the whole suffix holding them."""
+    f = fs[i]
+    ragged = f.m % r != 0 and f.m > r
+    return ragged and isinstance(f.atom, Comp) and sum(g.atom == f.atom for g in fs) > 1
 
 
 def _shares_composite(outer: Factors, inner: Factors) -> bool:
