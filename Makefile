@@ -60,10 +60,12 @@ endif
 # The long fuzz: every hypothesis test (hypothesis's `hypothesis` marker; tests/hostile/test_fuzz.py sets it
 # too) under the `fuzz` profile of tests/hypothesis_profiles.py: fresh random examples, forty times as many as
 # `make test` runs. The fuzzers print their counts (-s), hypothesis each property's (--hypothesis-show-statistics).
+# Then the differential harness and the simulator tests on inputs from a fresh seed (each test prints it).
 .PHONY: fuzz
 fuzz: $(STAMP)
 	FURIOSA_OPT_FUZZ=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider -m 'hypothesis and not slow' \
 		--hypothesis-show-statistics
+	FURIOSA_OPT_FUZZ=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_differential.py tests/sim/test_simulator.py
 
 bench: $(STAMP)
 	$(BIN)/python -m pytest -m slow || test $$? -eq 5  # 5: no test is marked slow
