@@ -1,8 +1,36 @@
+import os
 import sys
+from pathlib import Path
 
 import hypothesis_profiles
+import pytest
 
 hypothesis_profiles.load()  # derandomized under `make test`, random and longer under `make fuzz`
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium driven by Playwright, one for the session (the viewer's and the site's tests: two
+    sync Playwright instances cannot be open at once), or a failure saying how to get it: a browser test
+    must never skip silently in CI."""
+    if not CHROMIUM.exists():
+        if os.environ.get("FURIOSA_OPT_SKIP_BROWSER") == "1":
+            pytest.skip("FURIOSA_OPT_SKIP_BROWSER=1")
+        pytest.fail(
+            f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (or FURIOSA_OPT_SKIP_BROWSER=1)"
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
 
 
 def pytest_terminal_summary(terminalreporter) -> None:

@@ -23,8 +23,6 @@ import furiosa_opt
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "target" / "docs-test" / "site"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
 
 @pytest.fixture(scope="module")
@@ -53,24 +51,6 @@ def test_the_rust_table_lists_every_upstream_name(build):
     html = (SITE / "rust.html").read_text()
     rows = re.findall(r'<a href="api-coverage.html">(\d+)</a>', html)
     assert sorted(map(int, rows)) == list(range(1, 114))
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Chromium, or a failure saying how to get it (as tests/viewer/conftest.py: a browser test never skips
-    silently)."""
-    if not CHROMIUM.exists():
-        if os.environ.get("FURIOSA_OPT_SKIP_BROWSER") == "1":
-            pytest.skip("FURIOSA_OPT_SKIP_BROWSER=1")
-        pytest.fail(
-            f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (or FURIOSA_OPT_SKIP_BROWSER=1)"
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""Fixtures for the viewer tests: the real server in a thread, headless Debian Chromium driven by
-Playwright, and the gemm schedule and graph compiled from the example package through the CLI."""
+"""Fixtures for the viewer tests: the real server in a thread, pages in the session's headless Chromium
+(tests/conftest.py), and the gemm schedule and graph compiled from the example package through the CLI."""
 
 from __future__ import annotations
 
@@ -16,28 +16,6 @@ import pytest
 from furiosa_opt.viewer.server import make_server, url_of
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
-
-
-@pytest.fixture(scope="session")
-def browser():
-    """Chromium, or a failure saying how to get it: a browser test must never skip silently in CI."""
-    if not CHROMIUM.exists():
-        if os.environ.get("FURIOSA_OPT_SKIP_BROWSER") == "1":
-            pytest.skip("FURIOSA_OPT_SKIP_BROWSER=1")
-        pytest.fail(
-            f"{CHROMIUM} is missing: install it with `apt-get install -y chromium` (or FURIOSA_OPT_SKIP_BROWSER=1)"
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture
