@@ -174,32 +174,26 @@ class _Lowering:
         touches the tensor, or before the kept loop that command is in."""
         made = {op.results[0].name: op for op in self.ir.ops if op.opcode == "dm_new"}
         fresh = {self.of_value[value]: self.objects[value] for value in made}
-        pending = dict(zip((id(c) for c in self.commands if c.kind != "view"), self.pending, strict=True))
+        pending = self.pending_by_command()
         for name in read_unwritten(self.ir.ops, self.objects, self.of_value, self.per_pass, fresh):
             op = made[self.buffers[name].value]
             at = next(c.index for c in self.commands if c.kind != "view" and name in (*c.inputs, *c.outputs))
             at = next((first.index for first, last, _, _ in self.loops if first.index <= at <= last.index), at)
             loc = _loc_text(op.loc, self.root)
             clear = Command(at, "tdma", "memset", self.op_index[id(op)], "memset", loc, [], [name])
-            self.commands.insert(at, clear)
             pending[id(clear)] = _Pending(op, target=fresh[name])
-            for index, command in enumerate(self.commands):
-                command.index = index
-        self.pending = [pending[id(c)] for c in self.commands if c.kind != "view"]
+            self.arrange([*self.commands[:at], clear, *self.commands[at:]], pending)
 
     def place_buffers(self, results: list[str]) -> None:
         """Place every buffer in the written order or, when that overflows a register file or DM, in the
         nearest order of the same commands that fits (`order.fitting_orders`): the kernel is refused only
         when no order that keeps its data dependences fits."""
         self.lifetimes(results)
-        try:
-            return place(list(self.buffers.values()), self.where)
-        except VerifyError as error:
-            if error.rule not in OVERFLOWS:
-                raise
-            written = error
+        written = self.overflow()
+        if written is None:
+            return
         units = _units(self.commands, self.loops)
-        pending = dict(zip((id(c) for c in self.commands if c.kind != "view"), self.pending, strict=True))
+        pending = self.pending_by_command()
         charges = {name: c for name, b in self.buffers.items() if (c := charge(b)) is not None}
         held = {name for name in charges if self.buffers[name].first < 0}
         needs = [
@@ -207,17 +201,11 @@ class _Lowering:
         ]
         try:
             for order in fitting_orders(needs, charges, held, set(results)):
-                self.commands = [command for k in order for command in units[k]]
-                for index, command in enumerate(self.commands):
-                    command.index = index
-                self.pending = [pending[id(c)] for c in self.commands if c.kind != "view"]
+                self.arrange([command for k in order for command in units[k]], pending)
                 self.loops.sort(key=lambda loop: loop[0].index)
                 self.lifetimes(results)
-                try:
-                    return place(list(self.buffers.values()), self.where)
-                except VerifyError as error:
-                    if error.rule not in OVERFLOWS:
-                        raise
+                if self.overflow() is None:
+                    return
         except NoOrder as none:
             why = (
                 f"no other order of the kernel's commands was found to fit (the search stopped after {none.steps} "
@@ -227,6 +215,28 @@ class _Lowering:
             )
             written.notes = (why, *written.notes)
             raise written from None
+
+    def overflow(self) -> VerifyError | None:
+        """Place every buffer; the refusal if one overflows its memory (which another order may avoid)."""
+        try:
+            place(list(self.buffers.values()), self.where)
+        except VerifyError as error:
+            if error.rule not in OVERFLOWS:
+                raise
+            return error
+        return None
+
+    def pending_by_command(self) -> dict[int, _Pending]:
+        """What each command still needs once buffers have addresses, by the command's id."""
+        return dict(zip((id(c) for c in self.commands if c.kind != "view"), self.pending, strict=True))
+
+    def arrange(self, commands: list[Command], pending: dict[int, _Pending]) -> None:
+        """`commands` become the command list: each command's index is its place in it, and the pending
+        work follows its command."""
+        self.commands = commands
+        for index, command in enumerate(commands):
+            command.index = index
+        self.pending = [pending[id(c)] for c in commands if c.kind != "view"]
 
     # ---- kept device loops ----
 
