@@ -20,7 +20,7 @@ from furiosa_opt.compiler.edf import (
     MAGIC,
     Edf,
     EdfError,
-    Tensor,
+    Leaf,
     read_edf,
     read_edf_file,
     write_edf,
@@ -90,7 +90,7 @@ def test_round_trip_keeps_every_field_of_the_lir(lirs, name):
 
     def table(names, leaves):
         return tuple(
-            Tensor(buffers[n].value, path, kind, buffers[n].dtype, tuple(buffers[n].levels), buffers[n].bytes, n)
+            Leaf(buffers[n].value, path, kind, buffers[n].dtype, tuple(buffers[n].levels), buffers[n].bytes, n)
             for n, (path, kind) in zip(names, leaves, strict=True)
         )
 
@@ -120,7 +120,7 @@ def test_header_layout_matches_the_documentation(small):
     assert (magic, version, flags, HEADER.size) == (b"FOPTEDF\0", 6, 0, 48)
     assert length == len(small) - 48 and digest == hashlib.sha256(small[48:]).digest()
     body = body_of(small)
-    assert list(body) == sorted(body) == sorted(edf._BODY_KEYS)
+    assert list(body) == sorted(body) == sorted(edf.BODY_KEYS)
     assert body["device"] == {"chip": 1, "pe": 8} and body["schedule"] == []
 
 
@@ -225,7 +225,7 @@ def test_unknown_flags_are_refused(small):
     refused(reheader(small[48:], flags=1), "flags")
 
 
-@pytest.mark.parametrize("key", edf._BODY_KEYS)
+@pytest.mark.parametrize("key", edf.BODY_KEYS)
 def test_a_body_missing_a_key_is_malformed(small, key):
     body = body_of(small)
     del body[key]

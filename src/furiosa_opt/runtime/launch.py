@@ -11,8 +11,7 @@ from __future__ import annotations
 import sys
 
 from furiosa_opt import sim
-from furiosa_opt.compiler.edf import Edf
-from furiosa_opt.compiler.edf import Tensor as Leaf
+from furiosa_opt.compiler.edf import Edf, Leaf
 from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import u8
 from furiosa_opt.lang.tensors import HbmTensor, TensorType, TensorView

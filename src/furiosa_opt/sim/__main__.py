@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from furiosa_opt import env
-from furiosa_opt.compiler.edf import CONTEXTS, Edf, EdfError, Tensor, footprint, read_edf_file
+from furiosa_opt.compiler.edf import CONTEXTS, Edf, EdfError, Leaf, footprint, read_edf_file
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.files import printable, write_atomic
 from furiosa_opt.mapping import Axis, MappingError
@@ -129,7 +129,7 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def read_input(path: Path, tensor: Tensor, edf: Edf) -> bytes:
+def read_input(path: Path, tensor: Leaf, edf: Edf) -> bytes:
     """The argument's bytes: exactly its buffer's size, read no further; a file of another length (or a
     device or pipe that gives more or less) is a SimulatorError naming the file and the argument."""
     size = next(b["bytes"] for b in edf.buffers if b["name"] == tensor.buffer)
