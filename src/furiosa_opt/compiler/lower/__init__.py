@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from furiosa_opt.compiler import visa
-from furiosa_opt.compiler.lir import Buffer, Command, Lir, LoopRegion, overlapping
+from furiosa_opt.compiler.lir import Buffer, Command, Lir, LoopRegion
 from furiosa_opt.compiler.lower.addresses import (
     Layout,
     commit_sequencer,
@@ -27,10 +27,11 @@ from furiosa_opt.compiler.lower.addresses import (
 )
 from furiosa_opt.compiler.lower.coverage import read_unwritten
 from furiosa_opt.compiler.lower.engines import DERIVED
+from furiosa_opt.compiler.lower.lifetimes import lifetimes
 from furiosa_opt.compiler.lower.loops import plan_loops
 from furiosa_opt.compiler.lower.opcodes import DMA_OPS, GATHER_OPS, PCOPY_OPS, SCATTER_OPS, VIEW_OPS
-from furiosa_opt.compiler.lower.order import NoOrder, Unit, fitting_orders
-from furiosa_opt.compiler.lower.placement import OVERFLOWS, charge, place
+from furiosa_opt.compiler.lower.placement import place_in_fitting_order
+from furiosa_opt.compiler.lower.syncs import with_syncs
 from furiosa_opt.compiler.replay import REPLAY, region_end, replay_objects
 from furiosa_opt.compiler.visa import format_attr
 from furiosa_opt.diagnostics import Location, VerifyError
@@ -157,8 +158,8 @@ class _Lowering:
             inside = [index for first, last, _, index in self.loops if first.index <= command.index <= last.index]
             self.looped, self.looped_index = bool(inside), inside[0] if inside else ""
             self.fill(pending, command)
-        commands = _with_syncs(self.commands, self.buffers)
-        self.lifetimes(results, commands)
+        commands = with_syncs(self.commands, self.buffers)
+        lifetimes(self.buffers, commands, self.loops, results)
         lir = Lir(self.ir.identity, self.ir.chip, self.ir.pe, list(self.buffers.values()), commands, args, results)
         lir.axes = [(axis.name, axis.size) for axis in self.ir.axes]
         lir.leaves = [(self.ir.path(i), value.type.kind) for i, value in enumerate(self.ir.args)]
@@ -185,46 +186,13 @@ class _Lowering:
             self.arrange([*self.commands[:at], clear, *self.commands[at:]], pending)
 
     def place_buffers(self, results: list[str]) -> None:
-        """Place every buffer in the written order or, when that overflows a register file or DM, in the
-        nearest order of the same commands that fits (`order.fitting_orders`): the kernel is refused only
-        when no order that keeps its data dependences fits."""
-        self.lifetimes(results)
-        written = self.overflow()
-        if written is None:
-            return
-        units = _units(self.commands, self.loops)
+        """Place every buffer, in the written order of the commands or in the nearest one that fits
+        (`placement.place_in_fitting_order`), which then becomes the command list."""
         pending = self.pending_by_command()
-        charges = {name: c for name, b in self.buffers.items() if (c := charge(b)) is not None}
-        held = {name for name in charges if self.buffers[name].first < 0}
-        needs = [
-            Unit(frozenset(n for c in u for n in c.inputs), frozenset(n for c in u for n in c.outputs)) for u in units
-        ]
-        try:
-            for order in fitting_orders(needs, charges, held, set(results)):
-                self.arrange([command for k in order for command in units[k]], pending)
-                self.loops.sort(key=lambda loop: loop[0].index)
-                self.lifetimes(results)
-                if self.overflow() is None:
-                    return
-        except NoOrder as none:
-            why = (
-                f"no other order of the kernel's commands was found to fit (the search stopped after {none.steps} "
-                "steps)"
-                if none.exhausted
-                else "the kernel's commands fit in no order that keeps their data dependences, the written one included"
-            )
-            written.notes = (why, *written.notes)
-            raise written from None
-
-    def overflow(self) -> VerifyError | None:
-        """Place every buffer; the refusal if one overflows its memory (which another order may avoid)."""
-        try:
-            place(list(self.buffers.values()), self.where)
-        except VerifyError as error:
-            if error.rule not in OVERFLOWS:
-                raise
-            return error
-        return None
+        order = place_in_fitting_order(self.commands, self.loops, self.buffers, self.where, results)
+        if order is not None:
+            self.arrange(order, pending)
+            self.loops.sort(key=lambda loop: loop[0].index)
 
     def pending_by_command(self) -> dict[int, _Pending]:
         """What each command still needs once buffers have addresses, by the command's id."""
@@ -487,49 +455,6 @@ class _Lowering:
             config.update(DERIVED[op.opcode](self.objects[op.operands[0]], op))
         return config
 
-    def lifetimes(self, results: list[str], commands: list[Command] | None = None) -> None:
-        commands = commands if commands is not None else self.commands
-        written: dict[str, int] = {}  # buffer → first command writing it
-        used: dict[str, int] = {}  # buffer → last command reading or writing it
-        for c in commands:
-            for name in c.outputs:
-                written.setdefault(name, c.index)
-            for name in (*c.inputs, *c.outputs):
-                used[name] = c.index
-        for buffer in self.buffers.values():
-            if buffer.first >= 0:
-                buffer.first = written.get(buffer.name, buffer.first)
-            buffer.last = used.get(buffer.name, buffer.first)
-        for first, last, _, _ in self.loops:  # what a body reads of earlier work, it reads on every pass
-            for c in commands[first.index : last.index + 1]:
-                for name in (*c.inputs, *c.outputs):
-                    if self.buffers[name].first < first.index:
-                        self.buffers[name].last = max(self.buffers[name].last, last.index)
-        for name in results:
-            self.buffers[name].last = len(commands)
-
-
-def _units(commands: list[Command], loops: list[tuple[Command, Command, int, str]]) -> list[list[Command]]:
-    """The commands in the pieces an order may move: a command with the views written just before it, or a
-    kept loop's whole body (views that end the kernel are a piece of their own)."""
-    ends = {id(first): last for first, last, _, _ in loops}
-    units: list[list[Command]] = []
-    views: list[Command] = []
-    at = 0
-    while at < len(commands):
-        command = commands[at]
-        if id(command) in ends:
-            stop = ends[id(command)].index + 1  # a command's index is its place in the list here
-        elif command.kind == "view":
-            views.append(command)
-            at += 1
-            continue
-        else:
-            stop = at + 1
-        units.append([*views, *commands[at:stop]])
-        views, at = [], stop
-    return [*units, views] if views else units
-
 
 def _window_extent(view: TensorView) -> int:
     """Positions a view argument spans: every outer block of the base, up to the view's last live cell."""
@@ -566,39 +491,6 @@ def _loc_text(loc: visa.Loc | None, root: Path | None) -> str | None:
     if root is not None and path.is_absolute() and path.resolve().is_relative_to(root.resolve()):
         path = path.resolve().relative_to(root.resolve())
     return f"{path.as_posix()}:{loc.line}"
-
-
-def _with_syncs(commands: list[Command], buffers: dict[str, Buffer]) -> list[Command]:
-    """Insert a sync before each command that must wait for work on another context: it reads what
-    another context wrote, or writes memory another context still reads or writes (address overlap).
-
-    A context runs its commands in order, so waiting for another context's latest conflicting access
-    covers its earlier ones: per memory footprint (memory, address, bytes — buffers reusing one place
-    share it) and context, only the latest read and write are kept, which keeps this linear."""
-    footprint = {name: b.footprint for name, b in buffers.items()}
-    near = overlapping(set(footprint.values()))
-    latest: dict[tuple, dict[str, list[int | None]]] = {}  # footprint → context → [last read, last write]
-    final: list[Command] = []
-    for command in commands:
-        if command.kind == "view":
-            command.index = len(final)
-            final.append(command)
-            continue
-        waits: set[int] = set()
-        for names, both in ((command.inputs, False), (command.outputs, True)):
-            for name in names:
-                for spot in near[footprint[name]]:
-                    for context, (read, wrote) in latest.get(spot, {}).items():
-                        if context != command.context:
-                            waits.update(i for i in ((read, wrote) if both else (wrote,)) if i is not None)
-        if waits:
-            final.append(Command(len(final), command.context, "sync", -1, "sync", command.loc, waits=sorted(waits)))
-        command.index = len(final)
-        final.append(command)
-        for names, slot in ((command.inputs, 0), (command.outputs, 1)):
-            for name in names:
-                latest.setdefault(footprint[name], {}).setdefault(command.context, [None, None])[slot] = command.index
-    return final
 
 
 def _at_pass(value: object, index: str, k: int) -> object:

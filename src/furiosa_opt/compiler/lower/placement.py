@@ -3,15 +3,17 @@
 DM buffers take the same offset in every slice (SPMD), first fit by lifetime within 512 KiB per slice;
 TRF tensors take a half of the file when they fit one (so a second tensor can be loaded beside them),
 else all of it; VRF tensors first fit within 8 KiB per slice; DRAM buffers are laid out in order,
-arguments first, each 256-byte aligned. A kernel that does not fit is refused at the line that
-allocates the buffer that overflows, naming what is live there.
+arguments first, each 256-byte aligned. When the written order of the commands does not fit, the
+nearest order that does is used (`place_in_fitting_order`, `order.py`); a kernel that fits in no order
+is refused at the line that allocates the buffer that overflows, naming what is live there.
 """
 
 from __future__ import annotations
 
 from furiosa_opt.arch import RNGD
-from furiosa_opt.compiler.lir import Buffer
-from furiosa_opt.compiler.lower.order import Charge
+from furiosa_opt.compiler.lir import Buffer, Command
+from furiosa_opt.compiler.lower.lifetimes import Loops, lifetimes, units
+from furiosa_opt.compiler.lower.order import Charge, NoOrder, Unit, fitting_orders
 from furiosa_opt.diagnostics import Location, VerifyError
 
 ALIGN = {"sram": RNGD.dma_sram_write_align, "vrf": RNGD.flit_bytes, "dram": RNGD.dma_burst_bytes}
@@ -31,6 +33,57 @@ def place(buffers: list[Buffer], where: dict[str, Location | None]) -> None:
     _first_fit([b for b in buffers if b.memory == "sram"], RNGD.dm_bytes_per_slice, "sram", where)
     _first_fit([b for b in buffers if b.memory == "vrf"], RNGD.vrf_bytes_per_slice, "vrf", where)
     _trf_regions([b for b in buffers if b.memory == "trf"], where)
+
+
+def place_in_fitting_order(
+    commands: list[Command],
+    loops: Loops,
+    buffers: dict[str, Buffer],
+    where: dict[str, Location | None],
+    results: list[str],
+) -> list[Command] | None:
+    """Place every buffer with lifetimes in the written order of `commands` (None: it fits), or else in the
+    nearest order of the same commands that fits (`order.fitting_orders`), returned with each command's
+    index set to its place in it. A kernel is refused only when no order that keeps its data dependences
+    fits; the refusal is the written order's, with a note saying so."""
+    lifetimes(buffers, commands, loops, results)
+    written = _overflow(buffers, where)
+    if written is None:
+        return None
+    pieces = units(commands, loops)
+    charges = {name: c for name, b in buffers.items() if (c := charge(b)) is not None}
+    held = {name for name in charges if buffers[name].first < 0}
+    needs = [
+        Unit(frozenset(n for c in u for n in c.inputs), frozenset(n for c in u for n in c.outputs)) for u in pieces
+    ]
+    try:
+        for order in fitting_orders(needs, charges, held, set(results)):
+            arranged = [command for k in order for command in pieces[k]]
+            for index, command in enumerate(arranged):
+                command.index = index
+            lifetimes(buffers, arranged, loops, results)
+            if _overflow(buffers, where) is None:
+                return arranged
+    except NoOrder as none:
+        why = (
+            f"no other order of the kernel's commands was found to fit (the search stopped after {none.steps} steps)"
+            if none.exhausted
+            else "the kernel's commands fit in no order that keeps their data dependences, the written one included"
+        )
+        written.notes = (why, *written.notes)
+        raise written from None
+    raise AssertionError("fitting_orders ends with NoOrder")  # pragma: no cover
+
+
+def _overflow(buffers: dict[str, Buffer], where: dict[str, Location | None]) -> VerifyError | None:
+    """Place every buffer; the refusal if one overflows its memory (which another order may avoid)."""
+    try:
+        place(list(buffers.values()), where)
+    except VerifyError as error:
+        if error.rule not in OVERFLOWS:
+            raise
+        return error
+    return None
 
 
 def charge(buffer: Buffer) -> Charge | None:
