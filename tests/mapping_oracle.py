@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from functools import cache
 
-from furiosa_opt.mapping.expr import Node, Num, Op, PadKind, Pair, Sym
+from furiosa_opt.mapping.expr import Node, Num, Op, Pair, Sym
+from furiosa_opt.mapping.factors import PadKind
 
 
 class _Walk:

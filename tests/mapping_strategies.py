@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from furiosa_opt.mapping import axes
-from furiosa_opt.mapping.expr import Axis, Mapping, Node, Num, Op, PadKind, Pair, Sym
+from furiosa_opt.mapping.expr import Axis, Mapping, Node, Num, Op, Pair, Sym
+from furiosa_opt.mapping.factors import PadKind
 from furiosa_opt.mapping.parse import parse
 
 POOL = (Axis("A", 3), Axis("B", 4), Axis("C", 6), Axis("D", 8), Axis("E", 5))

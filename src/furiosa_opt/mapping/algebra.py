@@ -6,16 +6,16 @@ import functools
 import math
 from dataclasses import dataclass
 
-from furiosa_opt.mapping.expr import Mapping, MappingError, PadKind, Pair
+from furiosa_opt.mapping.expr import Mapping, MappingError, Pair, from_node
 from furiosa_opt.mapping.factors import (
     BC,
     Comp,
     Factor,
     Factors,
+    PadKind,
     SymAtom,
     canon,
     cut,
-    from_node,
     pad,
     resize,
     size,

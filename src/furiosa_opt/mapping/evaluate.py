@@ -1,4 +1,5 @@
-"""What a canonical factor list holds at each position, vectorised over numpy position arrays."""
+"""What a canonical factor list holds at each position, vectorised over numpy position arrays, and the
+`Cell` a `Mapping` reports for one position."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from furiosa_opt.mapping.expr import Cell, PadKind
-from furiosa_opt.mapping.factors import Comp, Factors, SymAtom, has_composite, size, symbols
+from furiosa_opt.mapping.factors import Comp, Factors, PadKind, SymAtom, has_composite, size, symbols
 
 LIVE = -1  # value of `Layout.kind` at live positions; padding positions hold their PadKind
 _NO_EVENT = np.iinfo(np.int64).max
@@ -84,6 +84,27 @@ def _symbol_sizes(fs: Factors) -> dict[str, int]:
         elif isinstance(f.atom, Comp):
             found.update(_symbol_sizes(f.atom.k))
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One buffer position: `kind` is "index" (live, with `index`), "padding" (with `padding`) or "oob".
+
+    Examples:
+        >>> A = axes(A=6)
+        >>> padded = m["A # 8"]
+        >>> padded.cell(5), padded.cell(7), padded.cell(9)
+        (Cell(index={'A': 5}), Cell(padding='top'), Cell(oob))
+    """
+
+    kind: str
+    index: dict[str, int] | None = None
+    padding: str | None = None
+
+    def __repr__(self) -> str:
+        if self.kind == "index":
+            return f"Cell(index={self.index})"
+        return f"Cell(padding={self.padding!r})" if self.kind == "padding" else "Cell(oob)"
 
 
 def cell_at(fs: Factors, position: int) -> Cell:

@@ -1,21 +1,35 @@
 """Axes and the expression tree of a mapping, exactly as the user wrote it.
 
 A `Mapping` keeps the tree for display and hands everything semantic to its canonical factor list
-(`factors.py`): equality, size and cells all go through that one normal form.
+(`factors.py`, built from the tree by `from_node` here): equality, size and cells all go through that one
+normal form, decoded by `evaluate.py`. Both sit below this module, which is why the tree's own
+translation into factors lives here and not there.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import IntEnum
-from functools import cached_property
-from typing import TYPE_CHECKING
+from functools import cached_property, lru_cache
 
 from furiosa_opt.diagnostics import FuriosaOptError
-
-if TYPE_CHECKING:
-    from furiosa_opt.mapping.factors import Factor
+from furiosa_opt.mapping.evaluate import Cell, cell_at, live_axes, same_layout
+from furiosa_opt.mapping.factors import (
+    BC,
+    Comp,
+    Factor,
+    Factors,
+    PadKind,
+    SymAtom,
+    canon,
+    concat,
+    cut,
+    normalize,
+    pad,
+    render_factors,
+    resize,
+    size,
+)
 
 
 class MappingError(FuriosaOptError, ValueError):
@@ -25,28 +39,6 @@ class MappingError(FuriosaOptError, ValueError):
         >>> issubclass(MappingSyntaxError, MappingError), issubclass(MappingError, FuriosaOptError)
         (True, True)
     """
-
-
-class PadKind(IntEnum):
-    """Padding kinds ordered by strictness, as upstream's derived `Ord` orders them.
-
-    Examples:
-        >>> sorted([PadKind.TOP, PadKind.BOTTOM, PadKind.ZERO])
-        [<PadKind.BOTTOM: 0>, <PadKind.ZERO: 1>, <PadKind.TOP: 2>]
-    """
-
-    BOTTOM = 0  # inaccessible: reads and writes are undefined (write holes of `view_mut` tiles)
-    ZERO = 1  # accessible, known to hold zero
-    TOP = 2  # accessible, arbitrary values
-
-    @property
-    def label(self) -> str:
-        return self.name.lower()
-
-    @property
-    def suffix(self) -> str:
-        """The operator that writes this kind: `#`, `#{0}` or `#{!}`."""
-        return {PadKind.TOP: "#", PadKind.ZERO: "#{0}", PadKind.BOTTOM: "#{!}"}[self]
 
 
 _AXIS_NAME = re.compile(r"[A-Z][A-Za-z0-9_]*\Z")
@@ -82,14 +74,14 @@ def axes(**sizes: int) -> Axis | tuple[Axis, ...]:
     if not sizes:
         raise MappingError("axes() needs at least one `Name=size`")
     declared = []
-    for name, size in sizes.items():
+    for name, n in sizes.items():
         if not _AXIS_NAME.match(name):
             raise MappingError(
                 f"axis name `{name}` must start with an uppercase ASCII letter followed by letters, digits or `_`"
             )
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise MappingError(f"axis `{name}` needs a positive integer size, got {size!r}")
-        declared.append(Axis(name, size))
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise MappingError(f"axis `{name}` needs a positive integer size, got {n!r}")
+        declared.append(Axis(name, n))
     return declared[0] if len(declared) == 1 else tuple(declared)
 
 
@@ -124,8 +116,6 @@ class Fixed:
 
     @property
     def size(self) -> int:
-        from furiosa_opt.mapping.factors import size
-
         return size(self.factors)
 
 
@@ -158,16 +148,16 @@ Node = Sym | Num | Fixed | Pair | Op
 
 def check_op(inner: Node, op: str, n: int) -> str | None:
     """Why `inner op n` is not a valid mapping, or None. The one place these rules live."""
-    size = inner.size
+    whole = inner.size
     if n < 1:
         return f"`{op}` needs a positive number, got {n}"
-    if op in "/%" and size % n:
+    if op in "/%" and whole % n:
         word = "stride" if op == "/" else "modulo"
-        return f"{word} {n} does not divide the size {size} of `{render(inner)}`"
-    if op == "=" and n > size:
-        return f"resize to {n} exceeds the size {size} of `{render(inner)}`"
-    if op == "#" and n < size:
-        return f"padding to {n} is smaller than the size {size} of `{render(inner)}`"
+        return f"{word} {n} does not divide the size {whole} of `{render(inner)}`"
+    if op == "=" and n > whole:
+        return f"resize to {n} exceeds the size {whole} of `{render(inner)}`"
+    if op == "#" and n < whole:
+        return f"padding to {n} is smaller than the size {whole} of `{render(inner)}`"
     return None
 
 
@@ -178,8 +168,6 @@ def render(node: Node) -> str:
     if isinstance(node, Num):
         return str(node.n)
     if isinstance(node, Fixed):
-        from furiosa_opt.mapping.factors import render_factors
-
         return f"[{render_factors(node.factors)}]"
     if isinstance(node, Pair):
         return f"[{', '.join(render(part) for part in _flatten_pair(node))}]"
@@ -192,6 +180,39 @@ def _flatten_pair(node: Node) -> list[Node]:
     if isinstance(node, Pair):
         return [*_flatten_pair(node.outer), *_flatten_pair(node.inner)]
     return [node]
+
+
+# ---- from the tree to factors ----------------------------------------------------------------------
+
+
+@lru_cache(maxsize=8192)
+def from_node(node: Node) -> Factors:
+    """Canonical factors of a whole expression tree."""
+    return canon(_build(node))
+
+
+@lru_cache(maxsize=8192)
+def _build(node: Node) -> Factors:
+    """Factors of a subtree. Composites stay untouched (R7 is deferred) so that every digit of a
+    composite is present when the whole mapping is canonicalised: `A # 4 / 2` and `A # 4 % 2` must
+    still share `A # 4` when they meet in one pair."""
+    if isinstance(node, Sym):
+        return normalize([Factor(SymAtom(node.axis.name, node.axis.size), 1, node.size, node.size)])
+    if isinstance(node, Num):
+        return normalize([Factor(BC, 1, node.n, node.n)])
+    if isinstance(node, Fixed):
+        return node.factors
+    if isinstance(node, Pair):
+        return normalize(concat(_build(node.outer), _build(node.inner)))
+    inner = _build(node.inner)
+    assert isinstance(node, Op)
+    if node.op == "/":
+        return cut(inner, node.n)[0]
+    if node.op == "%":
+        return cut(inner, node.n)[1]
+    if node.op == "=":
+        return resize(inner, node.n)
+    return pad(inner, node.n, node.kind)
 
 
 # ---- the user-facing mapping ------------------------------------------------------------------------
@@ -221,34 +242,24 @@ class Mapping:
 
     @classmethod
     def from_node(cls, node: Node) -> Mapping:
-        from furiosa_opt.mapping.factors import from_node
-
         return cls(from_node(node), node)
 
     @cached_property
     def size(self) -> int:
-        from furiosa_opt.mapping.factors import size
-
         return size(self.factors)
 
     def cell(self, position: int) -> Cell:
         """What the buffer holds at `position`: a live index, a padding kind, or out of bounds."""
-        from furiosa_opt.mapping.evaluate import cell_at
-
         return cell_at(self.factors, position)
 
     @cached_property
     def axis_names(self) -> frozenset[str]:
         """The names of the axes that have live digits in this mapping."""
-        from furiosa_opt.mapping.evaluate import live_axes
-
         return live_axes(self.factors)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Mapping):
             return NotImplemented
-        from furiosa_opt.mapping.evaluate import same_layout
-
         return same_layout(self.factors, other.factors)
 
     def __hash__(self) -> int:
@@ -264,8 +275,6 @@ class Mapping:
 
     def canonical(self) -> str:
         """The canonical form, written as an expression."""
-        from furiosa_opt.mapping.factors import render_factors
-
         return render_factors(self.factors)
 
 
@@ -285,8 +294,6 @@ def _sized(mapping: Mapping, sizes: dict[str, int], names: list[str]) -> str:
 
 def _axis_sizes(fs: tuple[Factor, ...]) -> dict[str, int]:
     """The declared size of each axis the factors read, by name (a composite's axes included)."""
-    from furiosa_opt.mapping.factors import Comp, SymAtom
-
     sizes: dict[str, int] = {}
     for f in fs:
         if isinstance(f.atom, SymAtom):
@@ -294,24 +301,3 @@ def _axis_sizes(fs: tuple[Factor, ...]) -> dict[str, int]:
         elif isinstance(f.atom, Comp):
             sizes |= _axis_sizes(f.atom.k)
     return sizes
-
-
-@dataclass(frozen=True, slots=True)
-class Cell:
-    """One buffer position: `kind` is "index" (live, with `index`), "padding" (with `padding`) or "oob".
-
-    Examples:
-        >>> A = axes(A=6)
-        >>> padded = m["A # 8"]
-        >>> padded.cell(5), padded.cell(7), padded.cell(9)
-        (Cell(index={'A': 5}), Cell(padding='top'), Cell(oob))
-    """
-
-    kind: str
-    index: dict[str, int] | None = None
-    padding: str | None = None
-
-    def __repr__(self) -> str:
-        if self.kind == "index":
-            return f"Cell(index={self.index})"
-        return f"Cell(padding={self.padding!r})" if self.kind == "padding" else "Cell(oob)"

@@ -6,15 +6,40 @@ mixed-radix digit of the buffer position: `e` physical values, of which the firs
 `BC` (adds nothing), or a composite `Comp(K)`: a canonical factor tuple kept whole, whose coordinate is
 the sum of its digits and is decoded only after summing (so `[A # 4 / 2, A # 4 % 2]` sees `A # 4`'s
 padding instead of overshooting `A`). `normalize` and `canon` apply rules R1–R7, each named where it is used.
+
+This module knows nothing of the expression tree: `expr.py` builds factors from a tree with the
+operations here (`cut`, `resize`, `pad`, `concat`), and decoding positions is `evaluate.py`'s.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from enum import IntEnum
 from functools import lru_cache
 
-from furiosa_opt.mapping.expr import Fixed, Node, Num, Op, PadKind, Pair, Sym
+
+class PadKind(IntEnum):
+    """Padding kinds ordered by strictness, as upstream's derived `Ord` orders them.
+
+    Examples:
+        >>> sorted([PadKind.TOP, PadKind.BOTTOM, PadKind.ZERO])
+        [<PadKind.BOTTOM: 0>, <PadKind.ZERO: 1>, <PadKind.TOP: 2>]
+    """
+
+    BOTTOM = 0  # inaccessible: reads and writes are undefined (write holes of `view_mut` tiles)
+    ZERO = 1  # accessible, known to hold zero
+    TOP = 2  # accessible, arbitrary values
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @property
+    def suffix(self) -> str:
+        """The operator that writes this kind: `#`, `#{0}` or `#{!}`."""
+        return {PadKind.TOP: "#", PadKind.ZERO: "#{0}", PadKind.BOTTOM: "#{!}"}[self]
+
 
 TOP = PadKind.TOP
 
@@ -71,36 +96,6 @@ def size(fs: Factors | list[Factor]) -> int:
 
 
 # ---- construction -----------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=8192)
-def from_node(node: Node) -> Factors:
-    """Canonical factors of a whole expression tree."""
-    return canon(_build(node))
-
-
-@lru_cache(maxsize=8192)
-def _build(node: Node) -> Factors:
-    """Factors of a subtree. Composites stay untouched (R7 is deferred) so that every digit of a
-    composite is present when the whole mapping is canonicalised: `A # 4 / 2` and `A # 4 % 2` must
-    still share `A # 4` when they meet in one pair."""
-    if isinstance(node, Sym):
-        return normalize([Factor(SymAtom(node.axis.name, node.axis.size), 1, node.size, node.size)])
-    if isinstance(node, Num):
-        return normalize([Factor(BC, 1, node.n, node.n)])
-    if isinstance(node, Fixed):
-        return node.factors
-    if isinstance(node, Pair):
-        return normalize(concat(_build(node.outer), _build(node.inner)))
-    inner = _build(node.inner)
-    assert isinstance(node, Op)
-    if node.op == "/":
-        return cut(inner, node.n)[0]
-    if node.op == "%":
-        return cut(inner, node.n)[1]
-    if node.op == "=":
-        return resize(inner, node.n)
-    return pad(inner, node.n, node.kind)
 
 
 def _cut_factor(f: Factor, r: int) -> tuple[list[Factor], list[Factor]]:

@@ -28,11 +28,11 @@ from furiosa_opt.mapping.expr import (
     Node,
     Num,
     Op,
-    PadKind,
     Pair,
     Sym,
     check_op,
 )
+from furiosa_opt.mapping.factors import PadKind
 
 
 class MappingSyntaxError(MappingError):

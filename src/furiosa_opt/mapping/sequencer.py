@@ -26,8 +26,8 @@ import numpy as np
 
 from furiosa_opt.mapping.algebra import derived, replace_subdigits
 from furiosa_opt.mapping.evaluate import LIVE, evaluate
-from furiosa_opt.mapping.expr import Mapping, MappingError, PadKind
-from furiosa_opt.mapping.factors import BC, Comp, Factor, Factors, concat, render_factors, size
+from furiosa_opt.mapping.expr import Mapping, MappingError
+from furiosa_opt.mapping.factors import BC, Comp, Factor, Factors, PadKind, concat, render_factors, size
 from furiosa_opt.mapping.refine import SubDigit, describe_subdigit, refine, rereads
 
 KINDS = ("StreamUnmatchedSegment", "InputBottomPadding", "Unconsumed")

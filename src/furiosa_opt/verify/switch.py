@@ -42,7 +42,8 @@ from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.mapping import Mapping, MappingError
 from furiosa_opt.mapping.algebra import pair, split_at
 from furiosa_opt.mapping.evaluate import evaluate
-from furiosa_opt.mapping.expr import PadKind, shown_pair
+from furiosa_opt.mapping.expr import shown_pair
+from furiosa_opt.mapping.factors import PadKind
 from furiosa_opt.mapping.refine import SubDigit, describe_subdigit, refine
 from furiosa_opt.mapping.relayout import position_of
 from furiosa_opt.switch import SwitchConfig

@@ -10,8 +10,8 @@ from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping import Mapping, MappingError, m
 from furiosa_opt.mapping.algebra import divide_exact, divide_relaxed, is_padding, padded, pair, split_at, tile_view
-from furiosa_opt.mapping.expr import PadKind, Sym, shown_pair
-from furiosa_opt.mapping.factors import symbols
+from furiosa_opt.mapping.expr import Sym, shown_pair
+from furiosa_opt.mapping.factors import PadKind, symbols
 from furiosa_opt.mapping.refine import describe_subdigit, refine
 from furiosa_opt.verify.contraction import inner_time
 
