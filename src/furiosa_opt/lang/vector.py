@@ -6,12 +6,14 @@ stash (written once, read once); and the inter-slice reducer, before the chain (
 Elementwise ops run on every physical cell, padding included, like upstream's CPU backend; operands
 are constants, VRF tensors or the stash, broadcast into the stream's layout. Reduces fold one cell at a
 time in the wire order of the reduced axes (`fold.reduce_fold`), as upstream's `reduce` does.
+
+This module holds the ops, one method each; what they share (state, stage and ALU checks, operands,
+recording) is `VectorCore`, in vector_core.py.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,247 +22,24 @@ from furiosa_opt.backend import active
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.flow import Flow
-from furiosa_opt.lang.loops import Scalar
-from furiosa_opt.lang.pair import VectorPair, register_file
-from furiosa_opt.lang.tensors import VrfTensor
-from furiosa_opt.mapping import Axis, Mapping, MappingError
+from furiosa_opt.lang.pair import VectorPair
+from furiosa_opt.lang.vector_core import Stashed, VectorCore
+from furiosa_opt.mapping import Axis, Mapping
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.mapping.expr import Sym
 from furiosa_opt.mapping.factors import SymAtom
 from furiosa_opt.stages import STAGES
 from furiosa_opt.vector import arithmetic as ops
-from furiosa_opt.vector.ops import (
-    RF,
-    BinaryArgMode,
-    Branched,
-    FpDivBinaryOp,
-    FpUnaryOp,
-    FxpBinaryOp,
-    Stash,
-    TagGuard,
-    TagMode,
-    TernaryArgMode,
-    alu_of,
-    scalar_dtype,
-)
+from furiosa_opt.vector.ops import BinaryArgMode, Branched, FpDivBinaryOp, TagGuard, TagMode, TernaryArgMode
 from furiosa_opt.verify import vector as rules
 
-UNDEFINED_UPSTREAM = (FxpBinaryOp.ArithRightShiftRound, FpUnaryOp.Erf)  # `todo!()` bodies upstream
 
-
-@dataclass(frozen=True)
-class _Stashed:
-    """What `vector_stash` wrote: the values in their layout, at the scalar and way of the write."""
-
-    data: object
-    layout: Mapping
-    dtype: DType
-    way: int
-
-
-SPENT = "spent"  # the stash state once read: it cannot be written or read again this pass
-OPERAND = "a constant, a VrfTensor or Stash"  # what an operand position with the register-file port accepts
-TERNARY = ("operand 1 of 2 (`a`)", "operand 2 of 2 (`b`)")  # a ternary pair's positions, as errors name them
-SWAP = (
-    "for `x * 2.0 + vrf`, put the VrfTensor first and swap the operands with the mode: "
-    "`vector_fp_ternary_with_mode(FpTernaryOp.FmaF, TernaryArgMode.Mode021, (vrf, 2.0))`"
-)
-
-
-def _at(method: str, which: str) -> str:
-    """Where an operand error is: the op, and the operand when the op takes several."""
-    return f"`{method}` {which}" if which else f"`{method}`"
-
-
-class VectorNotFinal(VerifyError, AttributeError):
-    """A Tensor Unit stream method asked of a stream still inside the Vector Engine. An AttributeError
-    too, so `hasattr(stream, "commit_trim")` stays False."""
-
-    def __init__(self, method: str):
-        super().__init__(
-            "vector-not-final",
-            f"a VectorStream must end with `vector_final()` before `{method}`",
-            notes=(f"s.vector_final().{method}(…) leaves the Vector Engine first",),
-        )
-
-
-class VectorStream:
+class VectorStream(VectorCore):
     """A stream inside the Vector Engine: its tags, stage, way, the ALUs it has used, the stash (None,
     what was written, or spent) and whether the inter-slice reducer came first."""
 
-    def __init__(
-        self,
-        stream: Flow,
-        tags: object,
-        stage: str,
-        way: int,
-        used: frozenset,
-        stash: _Stashed | str | None = None,
-        inter_first: bool = False,
-    ):
-        self.stream, self.tags, self.stage, self.way, self.used = stream, tags, stage, way, used
-        self.stash, self.inter_first = stash, inter_first
-
-    def __getattr__(self, name: str) -> object:
-        """Refuse a stream method by name when `vector_final()` is missing, rather than as a bare
-        missing attribute (only called for names the VectorStream lacks)."""
-        from furiosa_opt.lang.stream import Stream  # stream.py builds VectorStreams: imported when needed
-
-        if not name.startswith("_") and callable(getattr(Stream, name, None)):
-            raise VectorNotFinal(name)
-        raise AttributeError(f"'VectorStream' object has no attribute '{name}'")
-
     def __repr__(self) -> str:
         return f"VectorStream({self.stage}, Way{self.way}, {self.stream!r})"
-
-    @property
-    def dtype(self) -> DType:
-        return self.stream.dtype
-
-    def _with(
-        self,
-        stage: str,
-        data: object,
-        dtype: DType | None = None,
-        alu=None,
-        way: int | None = None,
-        time: Mapping | None = None,
-        packet: Mapping | None = None,
-        tags: object = None,
-        stash: object = ...,
-    ) -> VectorStream:
-        s = self.stream
-        stream = s.advanced("vector", dtype or s.dtype, time or s.time, packet or s.packet, data)
-        used = self.used | {alu} if alu is not None else self.used
-        return VectorStream(
-            stream,
-            tags if tags is not None else self.tags,
-            stage,
-            way or self.way,
-            used,
-            self.stash if stash is ... else stash,
-            self.inter_first,
-        )
-
-    def _operand(self, operand: object, method: str, which: str = "") -> tuple[object, object]:
-        """A constant, a VRF tensor or the stash, broadcast into the stream's layout; and the stash state
-        after the read. `which` names the operand in errors when the op takes several (`operand 1 of 2`)."""
-        if operand is Stash:
-            rules.check_stash_read(self.stash, self.dtype, self.way, method)
-            held: _Stashed = self.stash
-            values = active().relayout(held.data, held.layout.factors, self.stream.layout.factors, True)
-            return values, SPENT
-        if isinstance(operand, VrfTensor):
-            if operand.dtype != self.dtype:
-                raise VerifyError(
-                    "vector-operand", f"{_at(method, which)}: a {operand.dtype} VRF operand on a {self.dtype} stream"
-                )
-            try:
-                values = active().relayout(operand.data, operand.storage.factors, self.stream.layout.factors, True)
-            except MappingError as error:
-                raise VerifyError(
-                    "vector-operand", f"{_at(method, which)}: the VRF operand does not fit the stream: {error}"
-                ) from None
-            return values, self.stash
-        return self._constant(operand, method, which, OPERAND), self.stash
-
-    def _ternary(self, operands: tuple, method: str) -> tuple[object, object, object]:
-        """A ternary op's pair `(a, b)`: `a` through the op's one register-file port (a constant, a VRF
-        tensor or the stash), `b` an immediate. The values of both and the stash state after the read."""
-        first, second = operands
-        if second is Stash or isinstance(second, VrfTensor):
-            got = "Stash" if second is Stash else "a VrfTensor"
-            raise VerifyError(
-                "vector-operand",
-                f"{_at(method, TERNARY[1])} must be a constant, got {got}: the op reads its one register-file "
-                f"operand (a VrfTensor or Stash) as {TERNARY[0]} only",
-                notes=(SWAP,),
-            )
-        values, stash = self._operand(first, method, TERNARY[0])
-        return values, self._constant(second, method, TERNARY[1], "a constant"), stash
-
-    def _constant(self, operand: object, method: str, which: str = "", takes: str = OPERAND) -> object:
-        """An immediate broadcast over the stream; `takes` says what the operand's position accepts."""
-        if isinstance(operand, Scalar):
-            raise VerifyError(
-                "runtime-immediate",
-                f"{_at(method, which)}: a vector-engine immediate must be a compile-time constant, but `{operand}` "
-                "depends on a device loop index",
-                notes=("use a VRF operand, or a Python `range` loop so that each pass has its own constant",),
-            )
-        if isinstance(operand, bool) or not isinstance(operand, int | float):
-            raise VerifyError("vector-operand", f"{_at(method, which)} takes {takes}, got {operand!r}")
-        if self.dtype == dtypes.i32 and not isinstance(operand, int):
-            raise VerifyError(
-                "vector-operand", f"{_at(method, which)}: an i32 stream takes an int constant, got {operand!r}"
-            )
-        return active().constant(operand, self.dtype.storage, self.stream.layout.size)
-
-    def _enter(self, method: str) -> str:
-        """Check that `method` may come next in the intra-slice chain; its slot (the stage table's)."""
-        slot = STAGES[method].slot
-        rules.check_stage(self.stage, self.way, method, slot, self.inter_first)
-        return slot
-
-    def _op(self, op, method: str, scalar: DType | None = None):
-        """Check the op's scalar, that upstream defines it, and that its ALU is free; its ALU."""
-        rules.check_scalar(self.dtype, scalar or scalar_dtype(op), method)
-        if op in UNDEFINED_UPSTREAM:
-            raise VerifyError(
-                "upstream-undefined", f"`{method}`: upstream does not define {op!r} yet (its body is `todo!()`)"
-            )
-        alu = alu_of(op)
-        rules.check_alu(alu, self.used, method)
-        return alu
-
-    def _binary(self, method: str, op, operand: object, mode, compute) -> VectorStream:
-        stage = self._enter(method)
-        alu = self._op(op, method)
-        combine = lambda x, o: compute(op, *ops.apply_arg_mode(mode, x, o))  # noqa: E731
-        if isinstance(operand, Branched):
-            data, stash = self._branched(operand, method, combine)
-        else:
-            values, stash = self._operand(operand, method)
-            data = active().elementwise(combine, self.stream.data, values)
-        result = self._with(stage, data, alu=alu, stash=stash)
-        self._record_operand(method, operand, result, op=op, mode=mode)
-        return result
-
-    def _branched(self, operand: Branched, method: str, combine) -> tuple[object, object]:
-        """Each element through the first slot whose guard admits its tag (upstream's `apply_slots`); a
-        ternary slot's payload is a pair, its second part a constant."""
-        guards, values, stash, ternary = [], [], self.stash, False
-        for guard, payload in operand.slots:
-            if isinstance(payload, tuple):
-                ternary = True
-                held, constant, stash = self._ternary(payload, method)
-                values.append((held, constant))
-            else:
-                held, stash = self._operand(payload, method)
-                values.append(held)
-            guards.append(guard)
-        flat = [v for pair_ in values for v in pair_] if ternary else values
-
-        def apply(stream, tags, *bufs):
-            payloads = list(zip(bufs[::2], bufs[1::2], strict=True)) if ternary else list(bufs)
-            return ops.apply_branched(list(zip(guards, payloads, strict=True)), tags, stream, combine)
-
-        return active().elementwise(apply, self.stream.data, self.tags, *flat), stash
-
-    def _record_operand(self, method: str, operand: object, result: VectorStream, **attrs) -> None:
-        """Record the op; a VRF operand (plain, or a branched port) is an operand of the vISA op, and the
-        printed `Branched` names it `RF`."""
-        tensor = register_file(operand)
-        if isinstance(operand, Branched) and tensor is not None:
-            payload = operand.port[1]
-            shown = operand.with_port((RF, payload[1]) if isinstance(payload, tuple) else RF)
-        elif isinstance(operand, tuple) and isinstance(operand[0], VrfTensor):
-            shown = (None, operand[1])
-        else:
-            shown = None if isinstance(operand, VrfTensor) else operand
-        operands = (self, tensor) if tensor is not None else (self,)
-        attrs = {"op": attrs["op"], "operand": shown, **{k: v for k, v in attrs.items() if k != "op"}}
-        active().record(method, operands, (result,), **attrs)
 
     # ---- the chain ----
 
@@ -530,7 +309,7 @@ class VectorStream:
         s.vector_stash().vector_fp_unary(FpUnaryOp.Exp).vector_fp_binary(FpBinaryOp.SubF, Stash)
         """
         rules.check_stash_write(self.stage, self.stash, None)
-        stashed = _Stashed(self.stream.data, self.stream.layout, self.dtype, self.way)
+        stashed = Stashed(self.stream.data, self.stream.layout, self.dtype, self.way)
         return self._recorded(self._with(self.stage, self.stream.data, stash=stashed), "vector_stash")
 
     @user_facing
@@ -591,17 +370,6 @@ class VectorStream:
             )
         s = self.stream
         return self._recorded(s.advanced("vector_final", s.dtype, s.time, s.packet, s.data), "vector_final")
-
-    def _recorded(self, result: object, name: str, **attrs) -> object:
-        active().record(name, (self,), (result,), **attrs)
-        return result
-
-    def _relaid(self, stage: str, time: Mapping, packet: Mapping, way: int) -> VectorStream:
-        s = self.stream
-        source, target = s.layout.factors, pair(*s.spatial, time, packet).factors
-        data = active().relayout(s.data, source, target, False)
-        tags = active().relayout(self.tags, source, target, False)
-        return self._with(stage, data, way=way, time=time, packet=packet, tags=tags)
 
 
 def _stream_axis(reduce: object, layout: Mapping, method: str) -> Axis:
