@@ -18,8 +18,8 @@ from furiosa_opt.lang.stream import Stream, TuContext
 from furiosa_opt.lang.vector import VectorStream
 from furiosa_opt.sim.tensor_unit import HANDLERS
 from furiosa_opt.stages import HELPERS, MEMORY_OPS, STAGES, following
+from furiosa_opt.verify.vector import CHAIN
 from furiosa_opt.verify.vector import MODIFIERS as VE_MODIFIERS
-from furiosa_opt.verify.vector import STAGES as VE_CHAIN
 
 LANGUAGE = (TuContext, Stream, VectorStream, VectorPair, Contraction)  # the classes whose methods are the stages
 ENGINE_STAGES = {name for name, stage in STAGES.items() if stage.engine is not None}
@@ -54,9 +54,7 @@ def test_the_table_is_consistent():
     for name, stage in STAGES.items():
         assert all(before in STAGES for before in stage.after), f"stage `{name}` follows an undeclared stage"
         if stage.engine == "vector" and name not in ("vector_init", "vector_final"):
-            assert stage.slot in (*VE_CHAIN, *VE_MODIFIERS) and not stage.after, (
-                f"stage `{name}`: a VE slot, not an order"
-            )
+            assert stage.slot in (*CHAIN, *VE_MODIFIERS) and not stage.after, f"stage `{name}`: a VE slot, not an order"
         assert stage.rf in (None, "trf", "vrf"), f"stage `{name}` reads an unknown register file {stage.rf!r}"
     assert following("commit_trim") == ("commit_cast", "commit_cast_relu", "commit", "commit_view")
     assert set(following("collect")) == {

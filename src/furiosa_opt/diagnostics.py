@@ -41,7 +41,7 @@ class Location:
 
 
 @functools.lru_cache(maxsize=4096)
-def _internal(filename: str) -> bool:
+def is_internal(filename: str) -> bool:
     """Whether a code object's file is furiosa_opt's own (resolved once per file name: every traced op
     walks its frames)."""
     return str(Path(filename).resolve()).startswith(_PACKAGE_DIR)
@@ -50,7 +50,7 @@ def _internal(filename: str) -> bool:
 def user_location(depth: int = 1) -> Location | None:
     """The innermost frame that is not furiosa_opt's own code."""
     frame = sys._getframe(depth)
-    while frame is not None and _internal(frame.f_code.co_filename):
+    while frame is not None and is_internal(frame.f_code.co_filename):
         frame = frame.f_back
     if frame is None:
         return None
@@ -141,7 +141,7 @@ def _user_traceback(tb: types.TracebackType | None) -> types.TracebackType | Non
     while tb is not None:
         frames.append(tb)
         tb = tb.tb_next
-    kept = [t for t in frames if not _internal(t.tb_frame.f_code.co_filename)]
+    kept = [t for t in frames if not is_internal(t.tb_frame.f_code.co_filename)]
     result = None
     for t in reversed(kept):
         result = types.TracebackType(result, t.tb_frame, t.tb_lasti, t.tb_lineno)

@@ -19,7 +19,7 @@ from collections import Counter
 from typing import Any
 
 from furiosa_opt.analysis.dependencies import Dependencies, is_view
-from furiosa_opt.analysis.schedule import Instruction, Schedule, Tensor
+from furiosa_opt.analysis.schedule import Instruction, Schedule, ScheduleTensor
 
 PID = 1
 TIME_UNIT = "1 µs = 1 cycle"
@@ -88,7 +88,7 @@ def _slice(instruction: Instruction, lane: str, tid: int, schedule: Schedule) ->
     }
 
 
-def _tensor_text(tensor: Tensor) -> str:
+def _tensor_text(tensor: ScheduleTensor) -> str:
     where = f" @{tensor.address}" if tensor.address is not None else ""
     parts = [f"{tensor.name} {tensor.buffer_type}{where}", f"{tensor.size} B", tensor.dtype, tensor.visa_name]
     mapping = f" [{tensor.mapping}]" if tensor.mapping else ""

@@ -63,7 +63,10 @@ class Instruction:
 
 
 @dataclass(frozen=True, slots=True)
-class Tensor:
+class ScheduleTensor:
+    """One entry of a schedule's `tensors`: a buffer as the schedule JSON describes it (no data), named apart
+    from the language's `Tensor`."""
+
     index: int
     name: str
     visa_name: str | None
@@ -81,7 +84,7 @@ class Schedule:
     kernel: str | None
     makespan: int
     instructions: tuple[Instruction, ...]
-    tensors: dict[int, Tensor]
+    tensors: dict[int, ScheduleTensor]
 
     @cached_property
     def lanes(self) -> tuple[str, ...]:
@@ -130,7 +133,7 @@ def _schedule(data: Any) -> Schedule:
     if not isinstance(data, dict):
         raise ScheduleError("expected a JSON object with `instructions` and `tensors`")
     raw_tensors = _get(data, "tensors", "schedule", list)
-    tensors: dict[int, Tensor] = {}
+    tensors: dict[int, ScheduleTensor] = {}
     for n, record in enumerate(raw_tensors):
         tensor = _tensor(record, f"tensors[{n}]")
         if tensor.index in tensors:
@@ -145,7 +148,7 @@ def _schedule(data: Any) -> Schedule:
     return Schedule(_get(data, "kernel", "schedule", str, None), makespan, instructions, tensors)
 
 
-def _instruction(position: int, record: Any, where: str, tensors: dict[int, Tensor]) -> Instruction:
+def _instruction(position: int, record: Any, where: str, tensors: dict[int, ScheduleTensor]) -> Instruction:
     record = _object(record, where)
     index = _get(record, "index", where, (int, str))
     begin, end = _interval(_get(record, "lifetime", where, dict), f"{where}.lifetime")
@@ -174,11 +177,11 @@ def _instruction(position: int, record: Any, where: str, tensors: dict[int, Tens
     )
 
 
-def _tensor(record: Any, where: str) -> Tensor:
+def _tensor(record: Any, where: str) -> ScheduleTensor:
     record = _object(record, where)
     lifetime = _get(record, "lifetime", where, dict)
     begin, end = _interval(lifetime, f"{where}.lifetime")
-    return Tensor(
+    return ScheduleTensor(
         _get(record, "index", where, int),
         _get(record, "name", where, str),
         _get(record, "visa_name", where, str, None),
@@ -192,7 +195,7 @@ def _tensor(record: Any, where: str) -> Tensor:
     )
 
 
-def _tensor_ids(record: dict, key: str, where: str, tensors: dict[int, Tensor]) -> tuple[int, ...]:
+def _tensor_ids(record: dict, key: str, where: str, tensors: dict[int, ScheduleTensor]) -> tuple[int, ...]:
     ids = _get(record, key, where, list, [])
     for n, value in enumerate(ids):
         if not isinstance(value, int) or isinstance(value, bool):

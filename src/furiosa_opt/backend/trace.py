@@ -12,7 +12,7 @@ from furiosa_opt.diagnostics import FuriosaOptError, Location, VerifyError, coll
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang import params
 from furiosa_opt.lang.contraction import Contraction
-from furiosa_opt.lang.device import _SINGLETON, DeviceFunction
+from furiosa_opt.lang.device import PROCESS_CONTEXT, DeviceFunction, check_result
 from furiosa_opt.lang.loops import LoopMarker, Scalar
 from furiosa_opt.lang.pair import VectorPair
 from furiosa_opt.lang.stream import Stream
@@ -177,14 +177,12 @@ def trace(kernel: DeviceFunction, collect: bool = True) -> tuple[visa.Kernel | N
             leaves.append(symbolic_argument(t.cls, t.dtype, t.params))
             return leaves[-1]
 
-        bound = [_SINGLETON if p.type is None else params.build(p.type, make) for p in kernel.parameters]
+        bound = [PROCESS_CONTEXT if p.type is None else params.build(p.type, make) for p in kernel.parameters]
         arg_values = tuple(tracer.name(a) for a in leaves)
         with using(tracer), collecting(tracer.absorb):
             result = kernel.fn(*bound)
             if not tracer.errors:
-                from furiosa_opt.lang.device import _check_result
-
-                _check_result(kernel, result)
+                check_result(kernel, result)
     except Exception as error:  # refused (not absorbed), or a Python error in the kernel body: report it
         tracer.errors.append(error)
     if tracer.errors:
@@ -193,7 +191,13 @@ def trace(kernel: DeviceFunction, collect: bool = True) -> tuple[visa.Kernel | N
     returned = tuple(tracer.operand(obj, "return") for obj in outputs)
     paths = tuple(path for path, _ in kernel.leaf_types)
     ir = visa.Kernel(
-        kernel.identity, kernel.device.chip, kernel.device.pe, _axes(tracer), arg_values, tuple(tracer.ops), returned
+        kernel.identity,
+        kernel.device.chip,
+        kernel.device.pe,
+        traced_axes(tracer),
+        arg_values,
+        tuple(tracer.ops),
+        returned,
     )
     return _renumbered(replace(ir, paths=paths)), []
 
@@ -230,7 +234,7 @@ def symbolic_argument(cls: type, dtype: DType, levels: tuple[Mapping, ...]) -> o
     return cls(HbmTensor(dtype, levels, _SYMBOL), levels[-1], 0)
 
 
-def _axes(tracer: Tracer) -> tuple[Axis, ...]:
+def traced_axes(tracer: Tracer) -> tuple[Axis, ...]:
     """Every axis the kernel's types and attributes name, in order of first appearance."""
     found: dict[str, Axis] = {}
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from furiosa_opt.compiler.literals import literal
-from furiosa_opt.lang.device import _SINGLETON
+from furiosa_opt.lang.device import PROCESS_CONTEXT
 from furiosa_opt.scalar import parse_scalar
 
-_CONTEXTS = {name: getattr(_SINGLETON, name) for name in ("main", "sub", "tdma", "pdma")}
+_CONTEXTS = {name: getattr(PROCESS_CONTEXT, name) for name in ("main", "sub", "tdma", "pdma")}
 
 
 def parse_attr(text: str) -> object:

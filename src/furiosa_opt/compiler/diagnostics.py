@@ -9,7 +9,7 @@ import re
 import traceback
 from dataclasses import asdict, dataclass, field
 
-from furiosa_opt.diagnostics import FuriosaOptError, VerifyError, _internal
+from furiosa_opt.diagnostics import FuriosaOptError, VerifyError, is_internal
 from furiosa_opt.mapping.parse import MappingSyntaxError
 
 
@@ -118,5 +118,5 @@ def _spans(error: FuriosaOptError) -> list[Span]:
 
 def _user_frame(error: BaseException) -> traceback.FrameSummary | None:
     """The innermost traceback frame outside furiosa_opt (where the user's code raised)."""
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if not _internal(f.filename)]
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not is_internal(f.filename)]
     return frames[-1] if frames else None

@@ -63,16 +63,17 @@ def _edf(result: Compiled, ir: visa.Kernel, root: Path | None) -> None:
     )
 
 
-# The stages after stage 1 ("visa", which `compile_kernel` traces and `compile_visa` replays), in order:
-# each fills the next field of `Compiled` from the vISA; a refusal stops the walk as its diagnostic.
-STAGES: tuple[tuple[str, Callable[[Compiled, visa.Kernel, Path | None], None]], ...] = (("lir", _lir), ("edf", _edf))
+# The compiler's passes after stage 1 ("visa", which `compile_kernel` traces and `compile_visa` replays), in
+# order, each named by the stage its diagnostics report: each fills the next field of `Compiled` from the
+# vISA; a refusal stops the walk as its diagnostic. (`furiosa_opt.stages.STAGES` is the Tensor Unit's.)
+PASSES: tuple[tuple[str, Callable[[Compiled, visa.Kernel, Path | None], None]], ...] = (("lir", _lir), ("edf", _edf))
 
 
 def _walk(result: Compiled, ir: visa.Kernel, root: Path | None) -> None:
-    for name, stage in STAGES:
+    for name, run in PASSES:
         start = time.perf_counter()
         try:
-            stage(result, ir, root)
+            run(result, ir, root)
         except FuriosaOptError as error:
             result.diagnostics.append(from_error(error, name, result.identity))
         result.seconds[name] = time.perf_counter() - start

@@ -10,7 +10,7 @@ from dataclasses import replace
 from itertools import takewhile
 
 from furiosa_opt.backend import using
-from furiosa_opt.backend.trace import Tracer, _axes, symbolic_argument
+from furiosa_opt.backend.trace import Tracer, symbolic_argument, traced_axes
 from furiosa_opt.compiler import visa
 from furiosa_opt.diagnostics import FuriosaOptError, Location, VerifyError
 from furiosa_opt.dtypes import dtype_by_name, from_code
@@ -204,7 +204,7 @@ def replay_objects(
         origins.extend(index[id(op)] for op in sources)
     returns = tuple(tracer.names[id(objects[name])].name for name in kernel.returns)
     rebuilt = visa.Kernel(
-        kernel.identity, kernel.chip, kernel.pe, _axes(tracer), tuple(args), ops, returns, paths=kernel.paths
+        kernel.identity, kernel.chip, kernel.pe, traced_axes(tracer), tuple(args), ops, returns, paths=kernel.paths
     )
     by_name = {tracer.names[id(obj)].name: obj for obj in tracer.alive}  # every iteration's, when unrolled
     return rebuilt, by_name

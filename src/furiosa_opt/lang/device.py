@@ -87,10 +87,12 @@ class Context:
     def acquire(cls) -> Iterator[Context]:
         """`with Context.acquire() as ctx:` — one holder at a time, like upstream's singleton."""
         with cls._lock:
-            yield _SINGLETON
+            yield PROCESS_CONTEXT
 
 
-_SINGLETON = Context()
+# The process-wide Context that `Context.acquire()` hands out. The tracer binds a kernel's Context parameter to
+# it, and the vISA reader names its contexts by it, so a traced or replayed kernel sees the contexts a launch does.
+PROCESS_CONTEXT = Context()
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,7 +323,7 @@ def launch(kernel: DeviceFunction, ctx: Context, *args: object) -> Any:
         result = kernel.fn(*bound)
     finally:
         RUNNING.reset(token)
-    return _check_result(kernel, result)
+    return check_result(kernel, result)
 
 
 def runtime_for(backend: str) -> Any:
@@ -354,10 +356,12 @@ def _check_backend(kernel: DeviceFunction) -> str:
 
 def returned(kernel: DeviceFunction, results: list) -> Any:
     """What `launch` hands back for a backend's list of result tensors: None, one tensor, or a tuple."""
-    return _check_result(kernel, tuple(results) if len(results) != 1 else results[0]) if results else None
+    return check_result(kernel, tuple(results) if len(results) != 1 else results[0]) if results else None
 
 
-def _check_result(kernel: DeviceFunction, result: Any) -> Any:
+def check_result(kernel: DeviceFunction, result: Any) -> Any:
+    """`result` itself, once it matches the kernel's return annotation (`launch-result` otherwise): checked
+    by every backend, and by the tracer on the symbolic result."""
     expected = kernel.returns
     if expected is None:
         return result

@@ -16,7 +16,7 @@ from furiosa_opt.mapping.refine import describe_subdigit, refine
 from furiosa_opt.verify.contraction import inner_time
 
 # The intra-slice chain, in order: stage → (rank, way it needs, whether it may repeat).
-STAGES = {
+CHAIN = {
     "init": (0, 8, False),
     "tag": (1, 8, False),
     "logic": (2, 8, True),
@@ -43,7 +43,7 @@ TO_INTER_SLICE = (
     "fp_to_fxp",
     "clip",
 )  # may enter the inter-slice reducer
-INTER = "inter_reduce"  # the stage after the inter-slice reducer (its slot in STAGES)
+INTER = "inter_reduce"  # the stage after the inter-slice reducer (its slot in CHAIN)
 ZIPPED = "zipped"  # the stash state of a stream zipped from pair mode: no stash to write or read
 
 
@@ -70,11 +70,11 @@ def check_stage(current: str, way: int, method: str, stage: str, inter_first: bo
                        "one, vector_intra_slice_tag starts the intra-slice chain",),
             )  # fmt: skip
         return
-    rank, need, repeats = STAGES[stage]
-    now = STAGES[current][0]
+    rank, need, repeats = CHAIN[stage]
+    now = CHAIN[current][0]
     if (current == "init" and stage != "tag") or now > rank or (now == rank and not repeats):
         later = (
-            ["tag"] if current == "init" else [s for s, (r, _, rep) in STAGES.items() if r > now or (r == now and rep)]
+            ["tag"] if current == "init" else [s for s, (r, _, rep) in CHAIN.items() if r > now or (r == now and rep)]
         )
         raise VerifyError(
             "vector-stage-order",
