@@ -143,7 +143,7 @@ def test_the_carried_value_ends_in_the_slot_the_last_pass_wrote(kernel, count):
     lir = compile_kernel(kernel).lir
     store = lir.commands[-1]
     (carried,) = [b for b in lir.buffers if b.slots == 2]
-    assert store.opcode == "to_hbm" and store.dma["src_base"] == DM_BASE + carried.address + (count % 2) * carried.bytes
+    assert store.opcode == "to_hbm" and store.dma.src_base == DM_BASE + carried.address + (count % 2) * carried.bytes
     if kernel is not long_chain:
         x = np.arange(R.size * E.size, dtype=np.int32).reshape(R.size, E.size)
         np.testing.assert_array_equal(run_both(kernel, x, i32, m["R, E"]), x + count)

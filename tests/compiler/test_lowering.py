@@ -10,7 +10,7 @@ from example_kernels import KERNELS
 
 from furiosa_opt.backend.trace import trace
 from furiosa_opt.compiler import lir as lir_format
-from furiosa_opt.compiler.lir import Entry, Loop, Sequencer, walk_dma, walk_sequencer
+from furiosa_opt.compiler.lir import Entry, Sequencer, walk_dma, walk_sequencer
 from furiosa_opt.compiler.lower import _Lowering
 from furiosa_opt.mapping import m
 from furiosa_opt.mapping.algebra import pair
@@ -73,9 +73,8 @@ def test_every_dma_visits_the_addresses_the_relayout_predicts(name):
         index = relayout_index(src_map.factors, dst_map.factors, True)
         positions = np.flatnonzero(index >= 0)
         expected = (src.addresses(index[positions]), dst.addresses(positions))
-        loops = [Loop(**loop) if isinstance(loop, dict) else loop for loop in command.dma["loops"]]
         unit = src.dtype.bits // 8
-        walked = walk_dma(command.dma["src_base"], command.dma["dst_base"], command.dma["packet"], loops, unit)
+        walked = walk_dma(command.dma.src_base, command.dma.dst_base, command.dma.packet, command.dma.loops, unit)
         assert len(walked[0]) == len(positions)
         assert np.array_equal(walked[0], expected[0]) and np.array_equal(walked[1], expected[1])
 

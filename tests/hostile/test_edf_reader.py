@@ -142,7 +142,7 @@ def test_kept_loops_guards_and_runtime_offsets():
 
     edf = read_edf(compile_kernel(seed_kernels.kept_loop).edf)
     (loop,) = edf.loops
-    assert loop["count"] == 3 and [b["slots"] for b in edf.buffers].count(2) == 1
+    assert loop.count == 3 and [b.slots for b in edf.buffers].count(2) == 1
     refused_loop(lambda b: b["loops"][0].update(count=0), "loops[0].count", "0 passes")
     refused_loop(lambda b: b["loops"][0].update(count=(1 << 20) + 1), "loops[0].count")
     refused_loop(lambda b: b["loops"].append(dict(b["loops"][0])), "loops[1]", "overlap")
@@ -153,10 +153,10 @@ def test_kept_loops_guards_and_runtime_offsets():
     refused_loop(lambda b: loop_command(b, "exec")["offsets"][0].__setitem__(0, "dma.src_base"), "not an address")
     refused_loop(lambda b: loop_command(b, "exec")["offsets"][0].__setitem__(1, "scalar(mul %3@3 %3@3 0)"),
                  "`mul` takes 2 operands, got 3")  # fmt: skip
-    far = f"scalar(mul {loop['index']}@3 {1 << 40})"  # the second pass's fetch leaves DM
+    far = f"scalar(mul {loop.index}@3 {1 << 40})"  # the second pass's fetch leaves DM
     refused_loop(lambda b: loop_command(b, "exec")["offsets"][0].__setitem__(1, far), "fetch.base", "outside DM")
     refused_loop(lambda b: loop_command(b, "memset")["offsets"][0].__setitem__(1, far), "fill.base", "outside")
-    zero = f"scalar(div 1 (mul {loop['index']}@3 0))"
+    zero = f"scalar(div 1 (mul {loop.index}@3 0))"
     refused_loop(lambda b: loop_command(b, "memset")["offsets"][0].__setitem__(1, zero), "divides by zero")
     refused_loop(lambda b: loop_command(b, "memset").update(guard=zero), ".guard", "divides by zero")
     refused_loop(lambda b: next(x for x in b["buffers"] if x["slots"] == 2).update(slots=3), ".slots")

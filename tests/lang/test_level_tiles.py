@@ -112,7 +112,7 @@ def test_short_pattern_fresh_tensor_reuses_dead_dm_and_is_cleared():
     assert scratch.last < fresh.first and fresh.address == scratch.address
     (clear,) = _clears(short_pattern_over_dead_dm)
     assert clear.outputs == [fresh.name] and clear.index == fresh.first
-    assert clear.fill["pattern"] == [0]  # the zero byte, repeated
+    assert clear.fill.pattern == [0]  # the zero byte, repeated
     line = int(clear.loc.rsplit(":", 1)[1])  # where the tensor is made: the shuffle's line
     assert "dm_cluster_shuffle(ctx.tdma, [1], 2)" in Path(__file__).read_text().splitlines()[line - 1]
 

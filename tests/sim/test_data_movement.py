@@ -17,22 +17,38 @@ import pytest
 from furiosa_opt import *
 from furiosa_opt.compiler.driver import compile_kernel
 from furiosa_opt.compiler.edf import read_edf
-from furiosa_opt.compiler.lir import DM_BASE, SLICE_STRIDE, Entry, Loop, Sequencer, walk_dma, walk_sequencer
+from furiosa_opt.compiler.lir import (
+    DM_BASE,
+    SLICE_STRIDE,
+    Buffer,
+    DmaWalk,
+    Entry,
+    Loop,
+    Sequencer,
+    walk_dma,
+    walk_sequencer,
+)
 from furiosa_opt.mapping.relayout import relaid
 from furiosa_opt.sim import SimulatorError, run
 from furiosa_opt.sim.memory import SLICES, Fault, Memories
 from furiosa_opt.sim.tensor_unit import _live
 
-DRAM = {"name": "H", "memory": "dram", "address": 0x2000, "bytes": 700}
-OTHER = {"name": "G", "memory": "dram", "address": 0x9000, "bytes": 300}
-DM = {"name": "D", "memory": "sram", "address": 0, "bytes": 600}
-TRF = {"name": "T", "memory": "trf", "address": 0, "bytes": 128}
+
+def placed(name: str, memory: str, address: int, size: int) -> Buffer:
+    """A buffer as an EDF places it (no vISA value or lifetime)."""
+    return Buffer(name, "", memory, "u8", [], address, size, 0, -1)
+
+
+DRAM = placed("H", "dram", 0x2000, 700)
+OTHER = placed("G", "dram", 0x9000, 300)
+DM = placed("D", "sram", 0, 600)
+TRF = placed("T", "trf", 0, 128)
 
 
 def fresh(seed: int) -> Memories:
     """Memories with random contents (the same for the same seed)."""
     rng = np.random.default_rng(seed)
-    dram = {b["name"]: rng.integers(0, 256, b["bytes"], dtype=np.uint8) for b in (DRAM, OTHER)}
+    dram = {b.name: rng.integers(0, 256, b.bytes, dtype=np.uint8) for b in (DRAM, OTHER)}
     memories = Memories((DRAM, OTHER, DM, TRF), dram)
     for file in memories.files.values():
         file[...] = rng.integers(0, 256, file.shape, dtype=np.uint8)
@@ -57,14 +73,14 @@ def first_outside(values: np.ndarray, size: int) -> int | None:
     return int(values[bad[0]]) if len(bad) else None
 
 
-def locate(memories: Memories, buffer: dict, addresses: np.ndarray) -> tuple:
+def locate(memories: Memories, buffer: Buffer, addresses: np.ndarray) -> tuple:
     """The index into the DRAM array or DM file of each byte address, or raise the walk's first fault."""
-    if buffer["memory"] == "dram":
-        flat = addresses - buffer["address"]
-        if (bad := first_outside(flat, buffer["bytes"])) is not None:
+    if buffer.memory == "dram":
+        flat = addresses - buffer.address
+        if (bad := first_outside(flat, buffer.bytes)) is not None:
             raise Fault(
-                f"DRAM address {bad + buffer['address']:#x} is outside {buffer['name']} "
-                f"({buffer['bytes']} bytes at {buffer['address']:#x})"
+                f"DRAM address {bad + buffer.address:#x} is outside {buffer.name} "
+                f"({buffer.bytes} bytes at {buffer.address:#x})"
             )
         return (flat,)
     slices, offsets = np.divmod(addresses - DM_BASE, SLICE_STRIDE)
@@ -76,12 +92,11 @@ def locate(memories: Memories, buffer: dict, addresses: np.ndarray) -> tuple:
     return slices, offsets
 
 
-def walked_dma(memories: Memories, source: dict, target: dict, config: dict, unit: int) -> None:
-    loops = [Loop(**loop) for loop in config["loops"]]
-    src, dst = walk_dma(config["src_base"], config["dst_base"], config["packet"], loops, unit)
-    array = {"dram": lambda b: memories.dram[b["name"]], "sram": lambda b: memories.files["sram"]}
-    data = array[source["memory"]](source)[locate(memories, source, byte_addresses(src, unit))]
-    array[target["memory"]](target)[locate(memories, target, byte_addresses(dst, unit))] = data
+def walked_dma(memories: Memories, source: Buffer, target: Buffer, config: DmaWalk, unit: int) -> None:
+    src, dst = walk_dma(config.src_base, config.dst_base, config.packet, config.loops, unit)
+    array = {"dram": lambda b: memories.dram[b.name], "sram": lambda b: memories.files["sram"]}
+    data = array[source.memory](source)[locate(memories, source, byte_addresses(src, unit))]
+    array[target.memory](target)[locate(memories, target, byte_addresses(dst, unit))] = data
 
 
 def outcome(action) -> str | None:
@@ -106,29 +121,29 @@ def packed_strides(rng: np.random.Generator, sizes: list[int], inner: int) -> li
     return strides
 
 
-def descriptor(rng: np.random.Generator, source: dict, target: dict, unit: int) -> dict:
+def descriptor(rng: np.random.Generator, source: Buffer, target: Buffer, unit: int) -> DmaWalk:
     sizes = [int(n) for n in rng.integers(0, 5, rng.integers(0, 4))]
     packet = unit * int(rng.integers(0, 5)) + int(rng.integers(0, 2) * rng.integers(0, unit))
     dst = packed_strides(rng, sizes, max(packet, 1))
     src = [int(rng.choice([0, -packet, packet, 2 * packet + 1, -7, s])) for s in dst]
 
-    def base(buffer: dict, strides: list[int]) -> int:
-        if buffer["memory"] == "dram":
-            return buffer["address"] + int(rng.integers(-20, buffer["bytes"]))
-        return DM_BASE + int(rng.integers(0, 4)) * SLICE_STRIDE + int(rng.integers(-20, DM["bytes"]))
+    def base(buffer: Buffer, strides: list[int]) -> int:
+        if buffer.memory == "dram":
+            return buffer.address + int(rng.integers(-20, buffer.bytes))
+        return DM_BASE + int(rng.integers(0, 4)) * SLICE_STRIDE + int(rng.integers(-20, DM.bytes))
 
-    if target["memory"] == "sram":  # some loops step across slices, as a descriptor's slice levels do
+    if target.memory == "sram":  # some loops step across slices, as a descriptor's slice levels do
         dst = [s + int(rng.choice([0, 0, 1, -1])) * SLICE_STRIDE for s in dst]
-    if source["memory"] == "sram":
+    if source.memory == "sram":
         src = [s + int(rng.choice([0, 0, 1, -1])) * SLICE_STRIDE for s in src]
-    loops = [{"size": n, "src": s, "dst": d} for n, s, d in zip(sizes, src, dst, strict=True)]
-    return {"src_base": base(source, src), "dst_base": base(target, dst), "packet": packet, "loops": loops}
+    loops = [Loop(n, s, d) for n, s, d in zip(sizes, src, dst, strict=True)]
+    return DmaWalk(base(source, src), base(target, dst), packet, loops)
 
 
 ROUTES = [(DRAM, DM), (DM, DRAM), (DM, DM), (DRAM, DRAM), (DRAM, OTHER)]
 
 
-@pytest.mark.parametrize("route", range(len(ROUTES)), ids=[f"{s['memory']}-{t['name']}" for s, t in ROUTES])
+@pytest.mark.parametrize("route", range(len(ROUTES)), ids=[f"{s.memory}-{t.name}" for s, t in ROUTES])
 def test_a_dma_moves_and_faults_like_the_byte_walk(route):
     source, target = ROUTES[route]
     rng = np.random.default_rng(route)
@@ -140,7 +155,7 @@ def test_a_dma_moves_and_faults_like_the_byte_walk(route):
         expected = outcome(lambda: walked_dma(walked, source, target, config, unit))  # noqa: B023
         assert outcome(lambda: strided.dma(source, target, config, unit)) == expected, config  # noqa: B023
         assert snapshot(strided) == snapshot(walked), config
-        moved += expected is None and config["packet"] >= unit and all(loop["size"] for loop in config["loops"])
+        moved += expected is None and config.packet >= unit and all(loop.size for loop in config.loops)
         faults += expected is not None
     assert moved > 50 and faults > 15  # both outcomes are exercised
 
@@ -149,8 +164,7 @@ def test_overlapping_source_and_destination_read_before_writing():
     """A DM → DM move one element up: every byte is read before any is written, as the walk did."""
     memories = fresh(1)
     before = memories.files["sram"][3].copy()
-    config = {"src_base": DM_BASE + 3 * SLICE_STRIDE, "dst_base": DM_BASE + 3 * SLICE_STRIDE + 4, "packet": 4,
-              "loops": [{"size": 100, "src": 4, "dst": 4}]}  # fmt: skip
+    config = DmaWalk(DM_BASE + 3 * SLICE_STRIDE, DM_BASE + 3 * SLICE_STRIDE + 4, 4, [Loop(100, 4, 4)])
     memories.dma(DM, DM, config, 4)
     assert np.array_equal(memories.files["sram"][3, 4:404], before[:400])
     assert np.array_equal(memories.files["sram"][3, :4], before[:4])
@@ -164,12 +178,12 @@ def sequencer_case(rng: np.random.Generator, unit: int, distinct: bool) -> tuple
     sizes = [int(n) for n in rng.integers(1, 5, rng.integers(1, 4))]
     strides = packed_strides(rng, sizes, unit) if distinct else [int(rng.choice([0, unit, -unit, 3])) for _ in sizes]
     entries = [Entry(n, s, int(rng.choice([0, 0, 1])) if not distinct else 0) for n, s in zip(sizes, strides)]  # noqa: B905
-    sequencer = Sequencer("D", DM_BASE + int(rng.integers(-40, DM["bytes"] + 8)), entries[:1], entries[1:], unit)
+    sequencer = Sequencer("D", DM_BASE + int(rng.integers(-40, DM.bytes + 8)), entries[:1], entries[1:], unit)
     offsets = walk_sequencer(sequencer, 0) - DM_BASE
     live = [
         None,
         rng.random(len(offsets)) < 0.8,
-        (rng.random(len(offsets)) < 0.8) & (offsets >= 0) & (offsets + unit <= DM["bytes"]),  # padding outside
+        (rng.random(len(offsets)) < 0.8) & (offsets >= 0) & (offsets + unit <= DM.bytes),  # padding outside
     ][int(rng.integers(0, 3))]
     return sequencer, live
 
@@ -177,7 +191,7 @@ def sequencer_case(rng: np.random.Generator, unit: int, distinct: bool) -> tuple
 def reaches_outside(sequencer: Sequencer, unit: int) -> bool:
     """Whether some position, live or not, reaches outside DM (so no view of the whole walk exists)."""
     offsets = walk_sequencer(sequencer, 0) - DM_BASE
-    return bool(offsets.min() < 0 or offsets.max() + unit > DM["bytes"])
+    return bool(offsets.min() < 0 or offsets.max() + unit > DM.bytes)
 
 
 def loops_of(sequencer: Sequencer) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -256,7 +270,7 @@ def test_register_files_are_read_and_written_whole():
 
 def test_dm_buffers_beyond_a_slice_are_refused():
     with pytest.raises(Fault, match=r"DM buffers reach 524289 bytes per slice, a slice has 524288"):
-        Memories(({"name": "D", "memory": "sram", "address": 1, "bytes": 512 << 10},), {})
+        Memories((placed("D", "sram", 1, 512 << 10),), {})
 
 
 # ---- a 16 MiB move costs its data ----------------------------------------------------------------------------
@@ -275,8 +289,8 @@ def dm_round_trip(ctx: Context, x: HbmTensor[i8, m["1"], m["TB, TA, TC"]]) -> Hb
 def test_a_16_mib_transfer_costs_the_placed_bytes_plus_its_data():
     edf = read_edf(compile_kernel(dm_round_trip).edf)
     data = np.random.default_rng(0).integers(-128, 128, (256, 256, 256), dtype=np.int8)
-    placed = sum(b["bytes"] for b in edf.buffers if b["memory"] == "dram") + SLICES * sum(
-        max((b["address"] + b["bytes"] for b in edf.buffers if b["memory"] == memory), default=0)
+    held = sum(b.bytes for b in edf.buffers if b.memory == "dram") + SLICES * sum(
+        max((b.address + b.bytes for b in edf.buffers if b.memory == memory), default=0)
         for memory in ("sram", "trf", "vrf")
     )
     tracemalloc.start()
@@ -289,14 +303,14 @@ def test_a_16_mib_transfer_costs_the_placed_bytes_plus_its_data():
     transfer = data.nbytes
     # placed: 2 × 16 MiB of HBM and 512 slices × 512 KiB of DM; beyond it, the DM → DM source copy and the
     # output's bytes. An index per byte (what the simulator kept before) needs 8 bytes per byte moved.
-    assert peak < placed + 3 * transfer, f"peak {peak >> 20} MiB, placed {placed >> 20} MiB"
+    assert peak < held + 3 * transfer, f"peak {peak >> 20} MiB, placed {held >> 20} MiB"
 
 
 def test_a_dm_extent_beyond_a_slice_names_the_kernel():
     edf = read_edf(compile_kernel(dm_round_trip).edf)
     for b in edf.buffers:
-        if b["memory"] == "sram":
-            b["address"] += 512 << 10
+        if b.memory == "sram":
+            b.address += 512 << 10
     with pytest.raises(SimulatorError, match=r"^kernel .*dm_round_trip: its DM buffers reach \d+ bytes per slice"):
         run(edf, [bytes(1 << 24)])
 

@@ -12,6 +12,7 @@ from backends import backend
 from furiosa_opt import *
 from furiosa_opt import dtypes
 from furiosa_opt.compiler.driver import compile_kernel
+from furiosa_opt.compiler.lir import Buffer
 from furiosa_opt.sim.memory import Memories
 from furiosa_opt.sim.tensor_unit import _read, _write
 
@@ -84,7 +85,7 @@ def test_an_odd_run_padded_to_whole_bytes(on):
 
 def test_a_half_byte_write_keeps_the_other_nibble():
     """The simulator's commit of a byte with one live 4-bit position merges into the byte in DM."""
-    memories = Memories(({"name": "T0", "memory": "sram", "address": 0, "bytes": 8},), {})
+    memories = Memories((Buffer("T0", "", "sram", "i4", [], 0, 8, 0, -1),), {})
     memories.files["sram"][:] = 0xBB
     values = np.tile(np.arange(-8, 8, dtype=np.int8), (memories.files["sram"].shape[0], 1))
     live = np.arange(16) != 15
@@ -103,4 +104,4 @@ def test_the_fetch_walks_bytes():
     assert [(e.size, e.stride) for e in command.fetch.packet][-1] == (8, 1)
     assert [(e.size, e.stride) for e in command.commit.packet][-1] == (8, 1)
     dmas = [c.dma for c in result.lir.commands if c.kind == "dma"]
-    assert all(dma["packet"] % 8 == 0 for dma in dmas)  # the padded run: 16 codes = 8 bytes per (A, Y) row
+    assert all(dma.packet % 8 == 0 for dma in dmas)  # the padded run: 16 codes = 8 bytes per (A, Y) row

@@ -124,9 +124,9 @@ def test_fill_bytes_in_the_binary():
         result = compile_kernel(kernel)
         assert result.ok, result.diagnostics
         (command,) = [c for c in result.lir.commands if c.kind == "memset"]
-        assert command.context == "sub" and command.fill["pattern"] == pattern
+        assert command.context == "sub" and command.fill.pattern == pattern
         element_bytes = B.size * CASES[kernel][0].bits // 8
-        walked = command.fill["packet"] * np.prod([loop.size for loop in command.fill["loops"]])
+        walked = command.fill.packet * np.prod([loop.size for loop in command.fill.loops])
         assert walked == A.size * element_bytes  # every live cell: cluster 0's 256 slices, nothing of cluster 1
         syncs = [c for c in result.lir.commands if c.kind == "sync" and command.index in c.waits]
         assert [s.context for s in syncs] == ["tdma"]  # the DM → DM move waits for the fill

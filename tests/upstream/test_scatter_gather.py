@@ -358,9 +358,9 @@ def test_split_index_gathers_four_chunks_that_fit_the_spm():
     gathers = [c for c in result.lir.commands if c.kind == "indirect"]
     assert [c.opcode for c in gathers] == ["dma_gather_unscaled"] * (Indices.size // 32)
     for command in gathers:
-        assert len(command.indirect["entries"]) == IdxRows.size * 32
-        assert command.indirect["divisor"] == 1 and command.indirect["rows"] == Rows.size  # raw row numbers
-        assert command.indirect["row_stride"] == ROW_BYTES
+        assert len(command.indirect.entries) == IdxRows.size * 32
+        assert command.indirect.divisor == 1 and command.indirect.rows == Rows.size  # raw row numbers
+        assert command.indirect.row_stride == ROW_BYTES
 
 
 @pytest.mark.parametrize("on", BACKENDS)

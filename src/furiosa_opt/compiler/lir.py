@@ -51,6 +51,61 @@ class Loop:
 
 
 @dataclass
+class DmaWalk:
+    """A DMA descriptor: `loops` (outermost first) around one contiguous `packet` of bytes, read from
+    `src_base` and written from `dst_base`, each loop stepping both by its own byte strides."""
+
+    src_base: int
+    dst_base: int
+    packet: int
+    loops: list[Loop]
+
+    @classmethod
+    def from_dict(cls, config: dict) -> DmaWalk:
+        """A walk as decoded from msgpack (an EDF or `--dump-ir`)."""
+        return cls(config["src_base"], config["dst_base"], config["packet"], [Loop(**x) for x in config["loops"]])
+
+
+@dataclass
+class FillWalk:
+    """A memset: the destination walk of a DMA descriptor (`loops` use their `dst` strides) with `pattern`,
+    the bytes that repeat through the filled memory, as its source."""
+
+    base: int
+    packet: int
+    loops: list[Loop]
+    pattern: list[int]
+
+    @classmethod
+    def from_dict(cls, config: dict) -> FillWalk:
+        return cls(config["base"], config["packet"], [Loop(**x) for x in config["loops"]], list(config["pattern"]))
+
+
+@dataclass
+class IndirectWalk:
+    """A gather or scatter (docs/lir.md, "Indirect DMA"): the row walk of a descriptor, on the side named
+    `indexed` (`src` for a gather, `dst` for a scatter) shifted per index cell: the cells at `entries` hold
+    an offset each, divided by `divisor` into a row of `rows`, `row_stride` bytes apart; `offsets` shift
+    the other side per cell."""
+
+    src_base: int
+    dst_base: int
+    packet: int
+    loops: list[Loop]
+    indexed: str
+    entries: list[int]
+    offsets: list[int]
+    divisor: int
+    rows: int
+    row_stride: int
+
+    @classmethod
+    def from_dict(cls, config: dict) -> IndirectWalk:
+        loops = [Loop(**x) for x in config["loops"]]
+        return cls(**{**config, "loops": loops, "entries": list(config["entries"]), "offsets": list(config["offsets"])})
+
+
+@dataclass
 class Entry:
     size: int
     stride: int  # bytes (0 = broadcast)
@@ -130,13 +185,13 @@ class Command:
     loc: str | None
     inputs: list[str] = field(default_factory=list)  # buffer names read
     outputs: list[str] = field(default_factory=list)  # buffer names written
-    dma: dict | None = None  # {src_base, dst_base, packet, loops: [Loop]}
+    dma: DmaWalk | None = None
     fetch: Sequencer | None = None
     engines: list[dict] = field(default_factory=list)  # one config per stage, in pipeline order
     commit: Sequencer | None = None
     waits: list[int] = field(default_factory=list)  # sync: the commands (other contexts) waited for
-    fill: dict | None = None  # memset: {base, packet, loops: [Loop] (dst strides), pattern: [byte]}
-    indirect: dict | None = None  # gather / scatter: the row walk and the index cells (docs/lir.md)
+    fill: FillWalk | None = None  # memset
+    indirect: IndirectWalk | None = None  # gather / scatter
     guard: str | None = None  # in a kept loop: the runtime condition (`scalar(…)`) under which it runs
     offsets: list[list[str]] = field(default_factory=list)  # [config path, runtime byte offset `scalar(…)`]
 

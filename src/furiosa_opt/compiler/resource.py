@@ -43,25 +43,25 @@ def _dma_cycles(command: Command, source: Buffer, target: Buffer) -> tuple[int, 
     """(cycles, bytes): packets split into 256-byte bursts, one request a cycle, plus the command
     startup; HBM↔DM pipelines reads and writes, HBM→HBM and DM→DM pay them in series."""
     dma = command.dma
-    packets = math.prod(loop.size for loop in dma["loops"])
-    bursts = packets * -(-dma["packet"] // RNGD.dma_burst_bytes)
+    packets = math.prod(loop.size for loop in dma.loops)
+    bursts = packets * -(-dma.packet // RNGD.dma_burst_bytes)
     reads, writes = bursts, bursts
-    if target.memory == "dram" and dma["packet"] % RNGD.dma_burst_bytes:
+    if target.memory == "dram" and dma.packet % RNGD.dma_burst_bytes:
         writes += packets  # a partial 256-byte block is read, modified and written back
     serial = source.memory == target.memory
     busy = reads + writes if serial else max(reads, writes)
-    return busy + RNGD.dma_startup_cycles, packets * dma["packet"]
+    return busy + RNGD.dma_startup_cycles, packets * dma.packet
 
 
 def _indirect_cycles(command: Command) -> tuple[int, int]:
     """(cycles, bytes) of a gather or scatter: every index cell's row in 256-byte bursts, plus startup."""
     config = command.indirect
-    packets = len(config["entries"]) * math.prod(loop.size for loop in config["loops"])
-    return packets * -(-config["packet"] // RNGD.dma_burst_bytes) + RNGD.dma_startup_cycles, packets * config["packet"]
+    packets = len(config.entries) * math.prod(loop.size for loop in config.loops)
+    return packets * -(-config.packet // RNGD.dma_burst_bytes) + RNGD.dma_startup_cycles, packets * config.packet
 
 
 def _pcie_cycles(command: Command) -> tuple[int, int]:
-    moved = math.prod(loop.size for loop in command.dma["loops"]) * command.dma["packet"]
+    moved = math.prod(loop.size for loop in command.dma.loops) * command.dma.packet
     return -(-moved // RNGD.pcie_bytes_per_cycle) + RNGD.dma_startup_cycles, moved
 
 
@@ -152,7 +152,7 @@ def cost(lir: Lir) -> list[Costed]:
             continue
         if command.kind == "pcopy":  # every slice copies its part at the sub context's access width
             cycles = -(-buffers[command.outputs[0]].bytes // RNGD.sub_access_bytes) + PIPELINE_FILL
-            moved = math.prod(loop.size for loop in command.dma["loops"]) * command.dma["packet"]
+            moved = math.prod(loop.size for loop in command.dma.loops) * command.dma.packet
             out.append(Costed(command, cycles, ("sub",), ("SubContext",), "Sub", "DM→DM parallel copy", moved))
             continue
         if command.kind == "memset":  # every slice writes its region at the sub context's write width

@@ -35,9 +35,9 @@ def execute(identity: str, edf: Edf, leaves: list, returns: tuple[TensorType, ..
     dram = {name: buf.device_bytes() for name, buf in bound.items()}
     fresh: dict[str, DeviceBuf] = {}
     for buffer in edf.buffers:
-        if buffer["memory"] == "dram" and buffer["name"] not in dram:
-            fresh[buffer["name"]] = DeviceBuf(DEVICE.allocate(buffer["bytes"]), u8)
-            dram[buffer["name"]] = fresh[buffer["name"]].device_bytes()
+        if buffer.memory == "dram" and buffer.name not in dram:
+            fresh[buffer.name] = DeviceBuf(DEVICE.allocate(buffer.bytes), u8)
+            dram[buffer.name] = fresh[buffer.name].device_bytes()
     sim.execute(edf, dram)
     profile.record(edf)
     results = []

@@ -70,7 +70,7 @@ _PROFILER = _Profiler()
 
 def spans_of(edf: Edf, timing: Timing, launch: int) -> list[Span]:
     """The spans of one simulated run of `edf`, in command order."""
-    sizes = {b["name"]: b["bytes"] for b in edf.buffers}
+    sizes = {b.name: b.bytes for b in edf.buffers}
     found = []
     for command in timing.lir.commands:
         if command.kind == "sync":

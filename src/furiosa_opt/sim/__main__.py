@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from furiosa_opt import env
-from furiosa_opt.compiler.edf import CONTEXTS, Edf, EdfError, Leaf, footprint, read_edf_file
+from furiosa_opt.compiler.edf import Edf, EdfError, Leaf, footprint, read_edf_file
+from furiosa_opt.compiler.lir import Command
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.files import printable, write_atomic
 from furiosa_opt.mapping import Axis, MappingError
@@ -132,7 +133,7 @@ def _size(text: str) -> int:
 def read_input(path: Path, tensor: Leaf, edf: Edf) -> bytes:
     """The argument's bytes: exactly its buffer's size, read no further; a file of another length (or a
     device or pipe that gives more or less) is a SimulatorError naming the file and the argument."""
-    size = next(b["bytes"] for b in edf.buffers if b["name"] == tensor.buffer)
+    size = next(b.bytes for b in edf.buffers if b.name == tensor.buffer)
     where = f"{printable(str(path))}: kernel {edf.identity}: argument {tensor.path}"
     if tensor.bytes != size:
         raise SimulatorError(
@@ -165,36 +166,32 @@ def host_memory(edf: Edf) -> int:
     input bytes read and the output bytes returned, the DM/TRF/VRF files of every slice, and the largest
     temporary one command makes (a DMA's copy, a Tensor Unit stream per slice)."""
     rows = edf.chip * SLICES
-    dram = sum(b["bytes"] for b in edf.buffers if b["memory"] == "dram")
+    dram = sum(b.bytes for b in edf.buffers if b.memory == "dram")
     tables = sum(t.bytes for t in edf.arguments) + sum(t.bytes for t in edf.outputs)
     files = sum(
-        rows * max((b["address"] + b["bytes"] * b["slots"] for b in edf.buffers if b["memory"] == memory), default=0)
+        rows * max((b.address + b.span for b in edf.buffers if b.memory == memory), default=0)
         for memory in ("sram", "trf", "vrf")
     )
-    return dram + tables + files + max((_temporary(edf, c, rows) for c in _commands(edf)), default=0)
+    return dram + tables + files + max((_temporary(edf, c, rows) for c in edf.commands()), default=0)
 
 
-def _commands(edf: Edf) -> list[dict]:
-    return [command for context in CONTEXTS for command in edf.streams[context]]
-
-
-def _temporary(edf: Edf, command: dict, rows: int) -> int:
-    buffers = {b["name"]: b for b in edf.buffers}
-    walk = command["dma"] or command["fill"] or command["indirect"]
+def _temporary(edf: Edf, command: Command, rows: int) -> int:
+    buffers = {b.name: b for b in edf.buffers}
+    walk = command.dma or command.fill or command.indirect
     if walk is not None:
-        moved = math.prod(loop["size"] for loop in walk["loops"]) * walk["packet"]
-        target = buffers[command["outputs"][0]]
-        return min(moved, footprint(target, edf.chip)) + 8 * len(walk.get("entries", ()))
-    if command["kind"] != "exec":
+        moved = math.prod(loop.size for loop in walk.loops) * walk.packet
+        target = buffers[command.outputs[0]]
+        return min(moved, footprint(target.memory, target.bytes, edf.chip)) + 8 * len(getattr(walk, "entries", ()))
+    if command.kind != "exec":
         return 0
     positions = [
-        math.prod(entry["size"] for entry in sequencer["time"] + sequencer["packet"])
-        for sequencer in (command["fetch"], command["commit"])
+        math.prod(entry.size for entry in sequencer.time + sequencer.packet)
+        for sequencer in (command.fetch, command.commit)
         if sequencer is not None
     ]
     axes = {name: Axis(name, size) for name, size in edf.axes}
-    texts = [v for config in command["engines"] for v in config.values() if isinstance(v, str) and v[:1] == "["]
-    texts += [level for name in command["inputs"] for level in buffers[name]["levels"][3:]]
+    texts = [v for config in command.engines for v in config.values() if isinstance(v, str) and v[:1] == "["]
+    texts += [level for name in command.inputs for level in buffers[name].levels[3:]]
     for text in texts:
         try:
             positions.append(mapping_of(text, axes).size)

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 
-from furiosa_opt.compiler.edf import CONTEXTS, Edf
+from furiosa_opt.compiler.edf import Edf
+from furiosa_opt.compiler.lir import Buffer, Command, LoopRegion
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.dtypes import dtype_by_name
 from furiosa_opt.mapping import Axis, MappingError
@@ -26,49 +28,44 @@ class SimulatorError(FuriosaOptError):
     """The simulator cannot run this EDF as given."""
 
 
-def commands_in_order(edf: Edf) -> list[tuple[str, dict]]:
-    """(context, command) of every stream, in program order."""
-    return sorted(((c, command) for c in CONTEXTS for command in edf.streams[c]), key=lambda cc: cc[1]["index"])
-
-
-def commands_run(edf: Edf) -> Iterator[tuple[str, dict]]:
-    """(context, command) as the kernel runs them: a kept loop's body once per pass, skipping what a guard
-    rules out, and each runtime offset added to its address (docs/edf.md, "Loops")."""
-    ordered = commands_in_order(edf)
-    indices = [command["index"] for _, command in ordered]
+def commands_run(edf: Edf) -> Iterator[Command]:
+    """The commands as the kernel runs them: a kept loop's body once per pass, skipping what a guard rules
+    out, and each runtime offset added to its address (docs/edf.md, "Loops")."""
+    ordered = edf.commands()
+    indices = [command.index for command in ordered]
     at = 0
     for loop in edf.loops:
-        first, end = bisect_left(indices, loop["first"]), bisect_right(indices, loop["last"])
+        first, end = bisect_left(indices, loop.first), bisect_right(indices, loop.last)
         yield from ordered[at:first]
-        body = [(context, command, *_runtime(command, loop)) for context, command in ordered[first:end]]
-        for k in range(loop["count"]):
-            for context, command, runs, offsets in body:
+        body = [(command, *_runtime(command, loop)) for command in ordered[first:end]]
+        for k in range(loop.count):
+            for command, runs, offsets in body:
                 if runs is None or runs[k]:
-                    yield context, _moved(command, offsets, k) if offsets else command
+                    yield _moved(command, offsets, k) if offsets else command
         at = end
     yield from ordered[at:]
 
 
-def _runtime(command: dict, loop: dict) -> tuple[np.ndarray | None, list[tuple[str, np.ndarray]]]:
+def _runtime(command: Command, loop: LoopRegion) -> tuple[np.ndarray | None, list[tuple[str, np.ndarray]]]:
     """(whether each pass runs the command, or None: every pass; each runtime offset on each pass)."""
-    passes = (loop["index"], loop["count"])
-    runs = parse_scalar(command["guard"]).on_passes(*passes) != 0 if command["guard"] else None
-    return runs, [(path, parse_scalar(text).on_passes(*passes)) for path, text in command["offsets"]]
+    passes = (loop.index, loop.count)
+    runs = parse_scalar(command.guard).on_passes(*passes) != 0 if command.guard else None
+    return runs, [(path, parse_scalar(text).on_passes(*passes)) for path, text in command.offsets]
 
 
-def _moved(command: dict, offsets: list[tuple[str, np.ndarray]], k: int) -> dict:
-    """The command with each runtime offset added at its path (the configs it changes copied)."""
-    command = dict(command)
+def _moved(command: Command, offsets: list[tuple[str, np.ndarray]], k: int) -> Command:
+    """The command with each runtime offset added at its path (`dma.src_base`, `fetch.interleave.1`, …)."""
+    configs: dict[str, object] = {}
     for path, offset in offsets:
-        *outer, last = path.split(".")
-        holder = command
-        for key in outer:
-            copied = holder[key].copy()
-            holder[key] = copied
-            holder = copied
-        key = int(last) if isinstance(holder, list) else last
-        holder[key] = holder[key] + int(offset[k])
-    return command
+        name, key, *item = path.split(".")
+        config = configs.get(name, getattr(command, name))
+        if item:  # an interleave base
+            bases = list(getattr(config, key))
+            bases[int(item[0])] += int(offset[k])
+            configs[name] = replace(config, **{key: bases})
+        else:
+            configs[name] = replace(config, **{key: getattr(config, key) + int(offset[k])})
+    return replace(command, **configs)
 
 
 def run(edf: Edf, arguments: list[bytes]) -> list[bytes]:
@@ -76,7 +73,7 @@ def run(edf: Edf, arguments: list[bytes]) -> list[bytes]:
     on fresh memory: what `python -m furiosa_opt.sim` does with files."""
     if len(arguments) != len(edf.arguments):
         raise SimulatorError(f"kernel {edf.identity} takes {len(edf.arguments)} arguments, got {len(arguments)}")
-    dram = {b["name"]: np.zeros(b["bytes"], dtype=np.uint8) for b in edf.buffers if b["memory"] == "dram"}
+    dram = {b.name: np.zeros(b.bytes, dtype=np.uint8) for b in edf.buffers if b.memory == "dram"}
     for tensor, data in zip(edf.arguments, arguments, strict=True):
         if len(data) != tensor.bytes:
             raise SimulatorError(
@@ -91,41 +88,40 @@ def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
     """Run the kernel with every DRAM buffer bound to its bytes in device memory (`dram`: buffer name →
     writable uint8 array of the buffer's size). Arguments are read and written in place; the outputs are
     in their buffers' arrays afterwards."""
-    buffers = {b["name"]: b for b in edf.buffers}
+    buffers = {b.name: b for b in edf.buffers}
     for b in buffers.values():
-        bound = dram.get(b["name"]) if b["memory"] == "dram" else None
-        if b["memory"] == "dram" and (bound is None or bound.dtype != np.uint8 or len(bound) != b["bytes"]):
-            raise SimulatorError(f"kernel {edf.identity}: DRAM buffer {b['name']} ({b['bytes']} bytes) is not bound")
+        bound = dram.get(b.name) if b.memory == "dram" else None
+        if b.memory == "dram" and (bound is None or bound.dtype != np.uint8 or len(bound) != b.bytes):
+            raise SimulatorError(f"kernel {edf.identity}: DRAM buffer {b.name} ({b.bytes} bytes) is not bound")
     axes = {name: Axis(name, size) for name, size in edf.axes}
     try:
-        chips = {b["name"]: mapping_of(b["levels"][0], axes).size for b in edf.buffers if b["memory"] == "dram"}
+        chips = {b.name: mapping_of(b.levels[0], axes).size for b in edf.buffers if b.memory == "dram"}
         memories = Memories(edf.buffers, dram, chips, edf.chip)
     except (Fault, MappingError) as error:
         raise SimulatorError(f"kernel {edf.identity}: {error}") from None
     unit = TensorUnit(memories, buffers, axes)
-    spans = dict(edf.spans)
-    for context, command in commands_run(edf):
+    for command in commands_run(edf):
         try:
-            if command["kind"] in ("dma", "pcopy"):
+            if command.kind in ("dma", "pcopy"):
                 _dma(memories, command, buffers)
-            elif command["kind"] == "exec":
+            elif command.kind == "exec":
                 unit.run(command)
-            elif command["kind"] == "indirect":
-                memories.indirect(*(buffers[name] for name in command["inputs"][:2]), buffers[command["outputs"][0]],
-                                  command["indirect"])  # fmt: skip
-            elif command["kind"] == "memset":
-                memories.fill(buffers[command["outputs"][0]], command["fill"])
+            elif command.kind == "indirect":
+                memories.indirect(*(buffers[name] for name in command.inputs[:2]), buffers[command.outputs[0]],
+                                  command.indirect)  # fmt: skip
+            elif command.kind == "memset":
+                memories.fill(buffers[command.outputs[0]], command.fill)
         except (Fault, Unsupported, MappingError, KeyError) as error:
-            where = spans.get(command["index"], "no source line")
+            where = command.loc or "no source line"
             raise SimulatorError(
-                f"kernel {edf.identity}: command {command['index']} ({command['opcode']} on {context}, {where}): "
+                f"kernel {edf.identity}: command {command.index} ({command.opcode} on {command.context}, {where}): "
                 f"{_problem(error)}"
             ) from None
 
 
-def _dma(memories: Memories, command: dict, buffers: dict[str, dict]) -> None:
-    source, target = buffers[command["inputs"][0]], buffers[command["outputs"][0]]
-    memories.dma(source, target, command["dma"], max(1, dtype_by_name(source["dtype"]).bits // 8))
+def _dma(memories: Memories, command: Command, buffers: dict[str, Buffer]) -> None:
+    source, target = buffers[command.inputs[0]], buffers[command.outputs[0]]
+    memories.dma(source, target, command.dma, max(1, dtype_by_name(source.dtype).bits // 8))
 
 
 def _problem(error: Exception) -> str:

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from furiosa_opt.arch import RNGD
-from furiosa_opt.compiler.lir import CHIP_STRIDE, DM_BASE, SLICE_STRIDE
+from furiosa_opt.compiler.lir import CHIP_STRIDE, DM_BASE, SLICE_STRIDE, Buffer, DmaWalk, FillWalk, IndirectWalk
 
 SLICES = RNGD.clusters_per_chip * RNGD.slices_per_cluster
 CHUNK = 1 << 20  # positions whose addresses are enumerated at once, on the paths that must see each one
@@ -132,7 +133,7 @@ def _hierarchical(
 class Memories:
     def __init__(
         self,
-        buffers: tuple[dict, ...],
+        buffers: tuple[Buffer, ...],
         dram: dict[str, np.ndarray],
         chips: dict[str, int] | None = None,
         device: int = 1,
@@ -142,9 +143,7 @@ class Memories:
         kernel's chip count, whose DM, TRF and VRF exist."""
 
         def extent(memory: str) -> int:
-            return max(
-                (b["address"] + b["bytes"] * b.get("slots", 1) for b in buffers if b["memory"] == memory), default=0
-            )
+            return max((b.address + b.span for b in buffers if b.memory == memory), default=0)
 
         if extent("sram") > RNGD.dm_bytes_per_slice:
             raise Fault(f"its DM buffers reach {extent('sram')} bytes per slice, a slice has {RNGD.dm_bytes_per_slice}")
@@ -155,65 +154,62 @@ class Memories:
 
     # ---- a DRAM buffer or the DM slices by virtual address (DMA) ----
 
-    def dma(self, source: dict, target: dict, config: dict, unit: int) -> None:
+    def dma(self, source: Buffer, target: Buffer, config: DmaWalk | IndirectWalk, unit: int) -> None:
         """One DMA descriptor as one strided copy: shape `(loop sizes…, packet)`, byte strides
         `(loop strides…, 1)` on each side. The source is checked (and faults) before the destination.
 
         Where the two views may share memory the source is copied first, so every byte is read before any
         is written, as the descriptor's walk did. A descriptor that writes one byte more than once keeps
         one of the values, unspecified which (index assignment, before this, did not promise one either)."""
-        loops = config["loops"]
-        sizes = tuple(max(0, n) for n in [*(loop["size"] for loop in loops), config["packet"] // unit * unit])
-        source_view = self._window(source, config["src_base"], (sizes, (*(loop["src"] for loop in loops), 1)), False)
-        target_view = self._window(target, config["dst_base"], (sizes, (*(loop["dst"] for loop in loops), 1)), True)
+        loops = config.loops
+        sizes = tuple(max(0, n) for n in [*(loop.size for loop in loops), config.packet // unit * unit])
+        source_view = self._window(source, config.src_base, (sizes, (*(loop.src for loop in loops), 1)), False)
+        target_view = self._window(target, config.dst_base, (sizes, (*(loop.dst for loop in loops), 1)), True)
         if np.may_share_memory(source_view, target_view):
             source_view = source_view.copy()
         target_view[...] = source_view
 
-    def indirect(self, moved: dict, index: dict, output: dict, config: dict) -> None:
+    def indirect(self, moved: Buffer, index: Buffer, output: Buffer, config: IndirectWalk) -> None:
         """A gather or scatter: read each index cell (an i32 at `entries[e]` of the index buffer), take its
         row (the value over `divisor`; a negative or too large one faults), and move one row's payload
         between the indexed side (base + row · row_stride) and the direct side (base + offsets[e]), in
         index order (a later cell's row overwrites an earlier one's). `moved` is the gather's table or
         the scatter's source."""
-        values = np.array([self._window(index, a, ((4,), (1,)), False).view("<i4")[0] for a in config["entries"]])
-        bad = np.flatnonzero((values < 0) | (values // config["divisor"] >= config["rows"]))
+        values = np.array([self._window(index, a, ((4,), (1,)), False).view("<i4")[0] for a in config.entries])
+        bad = np.flatnonzero((values < 0) | (values // config.divisor >= config.rows))
         if len(bad):
             value = int(values[bad[0]])
-            reason = (
-                "a negative offset" if value < 0 else f"row {value // config['divisor']}, past the {config['rows']}"
-            )
+            reason = "a negative offset" if value < 0 else f"row {value // config.divisor}, past the {config.rows}"
             raise Fault(f"index cell {int(bad[0])} holds {value}: {reason} rows")
-        rows = values // config["divisor"] * config["row_stride"]
-        gather = config["indexed"] == "src"
-        for row, offset in zip(rows.tolist(), config["offsets"], strict=True):
+        rows = values // config.divisor * config.row_stride
+        gather = config.indexed == "src"
+        for row, offset in zip(rows.tolist(), config.offsets, strict=True):
             src, dst = (row, offset) if gather else (offset, row)
-            step = {**config, "src_base": config["src_base"] + src, "dst_base": config["dst_base"] + dst}
-            self.dma(moved, output, step, 1)
+            self.dma(moved, output, replace(config, src_base=config.src_base + src, dst_base=config.dst_base + dst), 1)
 
-    def fill(self, target: dict, config: dict) -> None:
+    def fill(self, target: Buffer, config: FillWalk) -> None:
         """A memset: the bytes the descriptor's loops visit from `base` (destination strides) become the
         pattern, repeated through each packet."""
-        loops, pattern = config["loops"], np.array(config["pattern"], dtype=np.uint8)
-        packet = config["packet"] // len(pattern) * len(pattern)
-        sizes = tuple(max(0, n) for n in [*(loop["size"] for loop in loops), packet])
-        view = self._window(target, config["base"], (sizes, (*(loop["dst"] for loop in loops), 1)), True)
+        loops, pattern = config.loops, np.array(config.pattern, dtype=np.uint8)
+        packet = config.packet // len(pattern) * len(pattern)
+        sizes = tuple(max(0, n) for n in [*(loop.size for loop in loops), packet])
+        view = self._window(target, config.base, (sizes, (*(loop.dst for loop in loops), 1)), True)
         view[...] = np.tile(pattern, packet // len(pattern))
 
-    def _window(self, buffer: dict, address: int, loops: Loops, writeable: bool) -> np.ndarray:
+    def _window(self, buffer: Buffer, address: int, loops: Loops, writeable: bool) -> np.ndarray:
         """The bytes the loops visit from virtual `address`, in a DRAM buffer (chip by chip, each chip's
         part at CHIP_STRIDE) or across the DM slices of every chip."""
-        if buffer["memory"] != "dram":
+        if buffer.memory != "dram":
             return self._dm_window(address - DM_BASE, loops, writeable)
-        data = self.dram[buffer["name"]]
-        chips = self.chips.get(buffer["name"], 1)
+        data = self.dram[buffer.name]
+        chips = self.chips.get(buffer.name, 1)
         shape = (chips, len(data) // chips)
-        view = _hierarchical(data, shape, (CHIP_STRIDE, 1), address - buffer["address"], loops, writeable)
+        view = _hierarchical(data, shape, (CHIP_STRIDE, 1), address - buffer.address, loops, writeable)
         if view is None:
-            bad = _first(address - buffer["address"], loops, lambda a: ~_inside(a, shape, (CHIP_STRIDE, 1)))
+            bad = _first(address - buffer.address, loops, lambda a: ~_inside(a, shape, (CHIP_STRIDE, 1)))
             raise Fault(
-                f"DRAM address {bad + buffer['address']:#x} is outside {buffer['name']} "
-                f"({buffer['bytes']} bytes at {buffer['address']:#x}"
+                f"DRAM address {bad + buffer.address:#x} is outside {buffer.name} "
+                f"({buffer.bytes} bytes at {buffer.address:#x}"
                 + (f", {shape[1]} per chip on {chips} chips)" if chips > 1 else ")")
             )
         return view

@@ -20,7 +20,7 @@ import numpy as np
 
 from furiosa_opt import dtypes
 from furiosa_opt.arch import RNGD
-from furiosa_opt.compiler.lir import DM_BASE, Sequencer, sequencer_loops
+from furiosa_opt.compiler.lir import DM_BASE, Buffer, Command, Sequencer, sequencer_loops
 from furiosa_opt.compiler.literals import literal
 from furiosa_opt.dtypes import DType, dtype_by_name
 from furiosa_opt.fold import contraction_plan, fold, fold_through_views, fold_views, reduce_fold, widener
@@ -75,18 +75,18 @@ def mapping_of(text: str, axes: dict[str, object]) -> Mapping:
 
 
 class TensorUnit:
-    def __init__(self, memories: Memories, buffers: dict[str, dict], axes: dict[str, object]):
+    def __init__(self, memories: Memories, buffers: dict[str, Buffer], axes: dict[str, object]):
         self.memories, self.buffers, self.axes = memories, buffers, axes
 
     def mapping(self, text: str) -> Mapping:
         return mapping_of(text, self.axes)
 
-    def run(self, command: dict) -> None:
+    def run(self, command: Command) -> None:
         """Each engine config in order through its stage's handler (`HANDLERS`, one per stage of the table
         in furiosa_opt/stages.py); the first is the fetch, the last stores the command's output."""
         self.pending: dict = {}  # what the contraction stages gather for `contract_lane`
         stream = None
-        for config in command["engines"]:
+        for config in command.engines:
             handler = HANDLERS.get(config["stage"])
             if handler is None:
                 raise Unsupported(f"the simulator does not execute the `{config['stage']}` stage yet")
@@ -94,10 +94,10 @@ class TensorUnit:
 
     # ---- memory side ----
 
-    def fetch(self, command: dict, config: dict) -> Stream:
+    def fetch(self, command: Command, config: dict) -> Stream:
         """The fetch sequencer's walk of DM (memory 1) as the stream; padding positions read zero."""
-        sequencer = Sequencer.from_dict(command["fetch"])
-        dtype = dtype_by_name(self.buffers[sequencer.buffer]["dtype"])
+        sequencer = command.fetch
+        dtype = dtype_by_name(self.buffers[sequencer.buffer].dtype)
         time, packet = self.mapping(config["time"]), self.mapping(config["packet"])
         layout = pair(time, packet)
         check_relayout(pair(self.mapping(ONE), self.mapping(config["element"])).factors, layout.factors, True)
@@ -108,38 +108,38 @@ class TensorUnit:
         values = [_read(self.memories, "sram", b - DM_BASE, loops, dtype, _live(layout)) for b in bases]
         return Stream(_selected(values, sequencer) if sequencer.interleave else values[0], dtype, time, packet)
 
-    def commit(self, stream: Stream, command: dict) -> None:
+    def commit(self, stream: Stream, command: Command) -> None:
         """The stream's live positions written where the commit sequencer's walk of DM (memory 0) puts them."""
-        sequencer = Sequencer.from_dict(command["commit"])
+        sequencer = command.commit
         loops = _loops(sequencer, 0, stream.layout, "commit", stream.dtype)
         _write(
             self.memories, "sram", sequencer.base - DM_BASE, loops, stream.dtype, stream.values, _live(stream.layout)
         )
 
-    def store(self, stream: Stream, command: dict, target: Mapping) -> None:
+    def store(self, stream: Stream, command: Command, target: Mapping) -> None:
         """A register-file store: the stream relaid into the file's layout at the buffer's address."""
-        buffer = self.buffers[command["outputs"][0]]
+        buffer = self.buffers[command.outputs[0]]
         values = relaid(stream.values, stream.layout.factors, target.factors, broadcast=False)
         loops = _contiguous(target.size, stream.dtype)
-        _write(self.memories, buffer["memory"], buffer["address"], loops, stream.dtype, values, None)
+        _write(self.memories, buffer.memory, buffer.address, loops, stream.dtype, values, None)
 
-    def operand(self, command: dict, config: dict, memory: str) -> Operand:
+    def operand(self, command: Command, config: dict, memory: str) -> Operand:
         """The register-file tensor an engine reads (the buffer its config names in `rf`), from the
         buffer's levels."""
         name = config.get("rf")
-        if name not in command["inputs"] or self.buffers[name]["memory"] != memory:
+        if name not in command.inputs or self.buffers[name].memory != memory:
             raise Fault(
                 f"`{config['stage']}` needs a {memory.upper()} tensor the command reads, its config names {name}"
             )
         buffer = self.buffers[name]
-        dtype = dtype_by_name(buffer["dtype"])
-        levels = tuple(self.mapping(level) for level in buffer["levels"][3:])
+        dtype = dtype_by_name(buffer.dtype)
+        levels = tuple(self.mapping(level) for level in buffer.levels[3:])
         loops = _contiguous(pair(*levels).size, dtype)
-        return Operand(_read(self.memories, memory, buffer["address"], loops, dtype, None), dtype, levels)
+        return Operand(_read(self.memories, memory, buffer.address, loops, dtype, None), dtype, levels)
 
     # ---- the Contraction Engine ----
 
-    def contract(self, stream: Stream, stage: str, config: dict, command: dict, pending: dict) -> Stream:
+    def contract(self, stream: Stream, stage: str, config: dict, command: Command, pending: dict) -> Stream:
         """outer/packet/time only record their mappings; lane runs the fused fold (as upstream's CPU does)."""
         if stage == "contract_outer":
             pending.update(lhs=stream, trf=self.operand(command, config, "trf"))
@@ -175,7 +175,9 @@ class TensorUnit:
 # ---- the stage handlers: (unit, stream, config, command) -> the stream after the stage ----
 
 
-def _relaid(unit: TensorUnit, stream: Stream, config: dict, command: dict | None = None, drop: bool = False) -> Stream:
+def _relaid(
+    unit: TensorUnit, stream: Stream, config: dict, command: Command | None = None, drop: bool = False
+) -> Stream:
     """The stream relaid out over the config's time (if it names one; in pair mode a group's, under the
     group axis) and packet."""
     time = unit.mapping(config["time"]) if "time" in config else stream.time
@@ -188,18 +190,18 @@ def _relaid(unit: TensorUnit, stream: Stream, config: dict, command: dict | None
     return replace(stream, values=values, time=time, packet=packet, tags=tags)
 
 
-def _cast(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _cast(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     target = dtype_by_name(config["dtype"])
     converted = replace(stream, values=dtypes.convert(stream.values, stream.dtype, target), dtype=target)
     return _relaid(unit, converted, config) if "packet" in config else converted
 
 
-def _table_lookup(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _table_lookup(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     target = dtype_by_name(config["dtype"])
     return replace(stream, values=dtypes.table_lookup(stream.values, stream.dtype, target), dtype=target)
 
 
-def _zero_point_sub(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _zero_point_sub(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     target = dtype_by_name(config["dtype"])
     values = (stream.values.astype(np.int32) - int(config["zero_point"])).astype(target.storage)
     return replace(stream, values=values, dtype=target)
@@ -208,13 +210,13 @@ def _zero_point_sub(unit: TensorUnit, stream: Stream, config: dict, command: dic
 def _commit_cast(relu: bool) -> Callable:
     convert = dtypes.bf16_from_f32_relu_hw if relu else dtypes.bf16_from_f32_hw
 
-    def stage(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    def stage(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
         return replace(stream, values=convert(stream.values), dtype=dtype_by_name(config["dtype"]))
 
     return stage
 
 
-def _payload(unit: TensorUnit, stream: Stream, config: dict, command: dict, value: object) -> object:
+def _payload(unit: TensorUnit, stream: Stream, config: dict, command: Command, value: object) -> object:
     """One operand value in the stream's layout: the VRF tensor the config names (`RF`), what the
     command's `vector_stash` wrote (`Stash`), or a constant; a ternary pair part by part."""
     if isinstance(value, tuple):
@@ -230,7 +232,7 @@ def _payload(unit: TensorUnit, stream: Stream, config: dict, command: dict, valu
     return np.full(stream.values.shape, value, dtype=stream.dtype.storage)
 
 
-def _slots(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> list[tuple]:
+def _slots(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> list[tuple]:
     """The op's operand as branch slots `[(guard, values)]`: a plain operand is one unconditional slot."""
     value = literal(config["operand"])
     if value is None:  # a VRF tensor, the config's `rf`
@@ -242,7 +244,7 @@ def _slots(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> lis
     return [(TagGuard.all(), _payload(unit, stream, config, command, value))]
 
 
-def _branched(unit: TensorUnit, stream: Stream, config: dict, command: dict, combine: Callable) -> Stream:
+def _branched(unit: TensorUnit, stream: Stream, config: dict, command: Command, combine: Callable) -> Stream:
     slots = _slots(unit, stream, config, command)
     tags = stream.tags if stream.tags is not None else np.zeros(stream.values.shape, dtype=np.uint8)
     with np.errstate(all="ignore"):
@@ -251,7 +253,7 @@ def _branched(unit: TensorUnit, stream: Stream, config: dict, command: dict, com
 
 
 def _binary(compute: Callable) -> Callable:
-    def stage(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    def stage(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
         op, mode = parse_op(config["op"]), parse_op(config["mode"])
         return _branched(
             unit, stream, config, command, lambda x, o: compute(op, *arithmetic.apply_arg_mode(mode, x, o))
@@ -260,7 +262,7 @@ def _binary(compute: Callable) -> Callable:
     return stage
 
 
-def _ternary(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _ternary(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     op, mode = parse_op(config["op"]), parse_op(config["mode"])
     return _branched(
         unit,
@@ -271,7 +273,7 @@ def _ternary(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> S
     )
 
 
-def _fp_unary(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _fp_unary(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     op, guard = parse_op(config["op"]), literal(config["guard"])
     with np.errstate(all="ignore"):
         values = arithmetic.fp_unary(op, stream.values)
@@ -280,7 +282,7 @@ def _fp_unary(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> 
     return replace(stream, values=values)
 
 
-def _unzip(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _unzip(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     """Pair mode: the group axis moves outermost in time, and tag bit 3 holds each element's group."""
     axis, split = unit.mapping(config["axis"]), unit.mapping(config["split_time"])
     time = pair(axis, split)
@@ -291,7 +293,7 @@ def _unzip(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Str
 
 
 def _zip(compute: Callable) -> Callable:
-    def stage(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    def stage(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
         """`op(group 0, group 1)`: the two halves of the pair-mode stream, one stream out."""
         op, mode = parse_op(config["op"]), parse_op(config["mode"])
         halves = stream.values.reshape(stream.values.shape[0], 2, -1)
@@ -303,11 +305,11 @@ def _zip(compute: Callable) -> Callable:
     return stage
 
 
-def _vector_init(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _vector_init(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     return replace(stream, tags=np.zeros(stream.values.shape, dtype=np.uint8))
 
 
-def _tag(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _tag(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     """The tag unit: each element's comparisons, one bit each (TagMode.Zero: no bit)."""
     mode = parse_op(config["mode"])
     if mode.kind == "AxisToggle":
@@ -315,17 +317,17 @@ def _tag(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Strea
     return replace(stream, tags=arithmetic.comparison_tags(mode, stream.values))
 
 
-def _stash(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _stash(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     unit.pending["stash"] = (stream.values, stream.layout)
     return stream
 
 
-def _reinterpret(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _reinterpret(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     dtype = dtype_by_name(config["dtype"])
     return replace(stream, values=stream.values.view(dtype.storage), dtype=dtype)
 
 
-def _intra_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _intra_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     """Each slice folds the reduced axis out of its time steps and packets (`fold.reduce_fold`). The fold
     reads the slices' layout too: which cells are padding may differ from slice to slice."""
     slices = unit.mapping(config["in_slice"])
@@ -333,7 +335,7 @@ def _intra_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command:
     return _cluster_reduce(stream, config, slices, slices, time, packet, broadcast=False)
 
 
-def _inter_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _inter_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     """Each cluster folds the reduced Slice axes across its slices into the output slices."""
     in_slice, out_slice = unit.mapping(config["in_slice"]), unit.mapping(config["slice"])
     return _cluster_reduce(stream, config, in_slice, out_slice, unit.mapping(config["time"]), stream.packet, True)
@@ -365,7 +367,7 @@ def _cluster_reduce(
 
 
 def _elementwise(convert: Callable, dtype: DType | None = None) -> Callable:
-    def stage(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+    def stage(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
         with np.errstate(all="ignore"):
             values = convert(stream.values, config)
         return replace(stream, values=values, dtype=dtype or stream.dtype)
@@ -373,32 +375,32 @@ def _elementwise(convert: Callable, dtype: DType | None = None) -> Callable:
     return stage
 
 
-def _final(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _final(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     """Leaving the Vector Engine: the elements' tags stay behind (the stages after relay values only)."""
     return replace(stream, tags=None)
 
 
-def _fetch(unit: TensorUnit, stream: None, config: dict, command: dict) -> Stream:
+def _fetch(unit: TensorUnit, stream: None, config: dict, command: Command) -> Stream:
     return unit.fetch(command, config)
 
 
-def _commit(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> None:
+def _commit(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> None:
     unit.commit(stream, command)
 
 
-def _to_trf(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> None:
+def _to_trf(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> None:
     unit.store(stream, command, pair(unit.mapping(config["lane"]), unit.mapping(config["element"])))
 
 
-def _to_vrf(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> None:
+def _to_vrf(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> None:
     unit.store(stream, command, unit.mapping(config["element"]))
 
 
-def _contract(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _contract(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     return unit.contract(stream, config["stage"], config, command, unit.pending)
 
 
-def _switch(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _switch(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     """The ring's routing, from the config's numbers alone: each cluster's slices as an array
     `[slice2, slice1, slice0, time…, packet]` whose axes a named config permutes and broadcasts, or the
     routing table a CustomBroadcast carries (which input slice each output slice reads per moved step)."""
@@ -442,7 +444,7 @@ def _named_route(cfg: SwitchConfig, x: np.ndarray, steps: int, lanes: int) -> np
     return y.reshape(g, x.shape[1], -1, lanes)
 
 
-def _transpose(unit: TensorUnit, stream: Stream, config: dict, command: dict) -> Stream:
+def _transpose(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     """Unpack the valid lanes, gather `packets_per_col` packets into a row of `in_cols`, stack `in_rows`
     rows, transpose, keep `out_rows` rows and pad each back to a flit — from the engine's parameters."""
     flit = stream.packet.size

@@ -15,7 +15,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from furiosa_opt.compiler.edf import CONTEXTS, Edf
-from furiosa_opt.compiler.lir import Buffer, Command, Lir, Loop, LoopRegion, Sequencer
+from furiosa_opt.compiler.lir import Lir
 from furiosa_opt.compiler.resource import Costed, cost
 from furiosa_opt.compiler.schedule import Schedule, Slot, passes, schedule_json, segments
 
@@ -30,29 +30,12 @@ class Timing:
 
 
 def lir_of(edf: Edf) -> Lir:
-    """The EDF's command streams as LIR commands (what the cost model reads), in index order."""
-    arguments = {t.buffer for t in edf.arguments}
-    buffers = [Buffer(b["name"], "", b["memory"], b["dtype"], list(b["levels"]), b["address"], b["bytes"],
-                      -1 if b["name"] in arguments else 0, -1, b["region"], b["slots"])
-               for b in edf.buffers]  # fmt: skip
-    spans = dict(edf.spans)
-    commands = [_command(c, context, spans.get(c["index"])) for context in CONTEXTS for c in edf.streams[context]]
-    commands.sort(key=lambda c: c.index)
+    """The EDF's commands and buffers as the LIR the cost model reads, in index order."""
     outputs = [t.buffer for t in edf.outputs]
-    lir = Lir(edf.identity, edf.chip, edf.pe, buffers, commands, [t.buffer for t in edf.arguments], outputs)
-    lir.loops = [LoopRegion(**loop) for loop in edf.loops]
+    lir = Lir(edf.identity, edf.chip, edf.pe, list(edf.buffers), edf.commands(), [t.buffer for t in edf.arguments],
+              outputs)  # fmt: skip
+    lir.loops = list(edf.loops)
     return lir
-
-
-def _command(c: dict, context: str, loc: str | None) -> Command:
-    dma = c["dma"] and {**c["dma"], "loops": [Loop(**loop) for loop in c["dma"]["loops"]]}
-    fetch = c["fetch"] and Sequencer.from_dict(c["fetch"])
-    commit = c["commit"] and Sequencer.from_dict(c["commit"])
-    fill = c["fill"] and {**c["fill"], "loops": [Loop(**loop) for loop in c["fill"]["loops"]]}
-    indirect = c["indirect"] and {**c["indirect"], "loops": [Loop(**loop) for loop in c["indirect"]["loops"]]}
-    return Command(c["index"], context, c["kind"], c["op"], c["opcode"], loc, list(c["inputs"]), list(c["outputs"]),
-                   dma, fetch, list(c["engines"]), commit, list(c["waits"]), fill, indirect, c["guard"],
-                   [list(o) for o in c["offsets"]])  # fmt: skip
 
 
 def simulate(edf: Edf) -> Timing:
@@ -61,8 +44,8 @@ def simulate(edf: Edf) -> Timing:
     times are those of pass 0)."""
     lir = lir_of(edf)
     costed = {item.command.index: item for item in cost(lir)}
-    order = {c["index"]: k for context in CONTEXTS for k, c in enumerate(edf.streams[context])}
-    waits = {c["index"]: c["waits"] for context in CONTEXTS for c in edf.streams[context]}
+    order = {c.index: k for context in CONTEXTS for k, c in enumerate(edf.streams[context])}
+    waits = {c.index: c.waits for context in CONTEXTS for c in edf.streams[context]}
     start: dict[int, int] = {}
     end: dict[int, int] = {}
     clock = 0

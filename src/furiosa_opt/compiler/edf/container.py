@@ -25,7 +25,16 @@ import msgpack
 from furiosa_opt.compiler.edf.hardware import check_hardware
 from furiosa_opt.compiler.edf.schema import BODY, CONTEXTS, Malformed, check, check_text, is_int
 from furiosa_opt.compiler.edf.streams import check_loops, check_syncs
-from furiosa_opt.compiler.lir import Command, Lir
+from furiosa_opt.compiler.lir import (
+    Buffer,
+    Command,
+    DmaWalk,
+    FillWalk,
+    IndirectWalk,
+    Lir,
+    LoopRegion,
+    Sequencer,
+)
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.files import identity_problem, printable, write_atomic
 
@@ -82,6 +91,9 @@ class Leaf:
 
 @dataclass(frozen=True)
 class Edf:
+    """A decoded EDF: its commands, buffers and loops as the LIR's dataclasses, which the cost model and the
+    simulator read as stage 2 wrote them."""
+
     compiler_version: str
     identity: str
     chip: int
@@ -90,11 +102,15 @@ class Edf:
     arguments: tuple[Leaf, ...]
     axes: tuple[tuple[str, int], ...]  # the axes the mappings in `levels` and engine configs name
     outputs: tuple[Leaf, ...]
-    buffers: tuple[dict, ...]  # name, memory, address, bytes, dtype, levels, region
-    streams: dict[str, tuple[dict, ...]]  # context -> commands in issue order, each with its global index
+    buffers: tuple[Buffer, ...]  # placed (no vISA value or lifetime: `first` is -1 for an argument, else 0)
+    streams: dict[str, tuple[Command, ...]]  # context -> commands in issue order, each with its global index
     spans: tuple[tuple[int, str], ...]  # (command index, "file:line")
     schedule: tuple[tuple[int, int, int], ...] = ()  # (command index, start cycle, end cycle)
-    loops: tuple[dict, ...] = ()  # first, last (command indices), count, index: the device loops kept
+    loops: tuple[LoopRegion, ...] = ()  # the device loops kept
+
+    def commands(self) -> list[Command]:
+        """Every command of every stream, in index (program) order."""
+        return sorted((c for stream in self.streams.values() for c in stream), key=lambda c: c.index)
 
 
 # ---- writing ----------------------------------------------------------------------------------------
@@ -253,6 +269,8 @@ def read_edf(data: bytes) -> Edf:
         validate(decoded)
     except Malformed as error:
         raise EdfError(f"malformed EDF: {error}", identity=identity) from None
+    spans = dict(decoded["spans"])
+    arguments = {t["buffer"] for t in decoded["arguments"]}
     return Edf(
         compiler_version=decoded["compiler_version"],
         identity=decoded["identity"],
@@ -262,11 +280,46 @@ def read_edf(data: bytes) -> Edf:
         arguments=tuple(_leaf(t) for t in decoded["arguments"]),
         axes=tuple((name, size) for name, size in decoded["axes"]),
         outputs=tuple(_leaf(t) for t in decoded["outputs"]),
-        buffers=tuple(decoded["buffers"]),
-        streams={context: tuple(decoded["streams"][context]) for context in CONTEXTS},
+        buffers=tuple(_buffer(b, b["name"] in arguments) for b in decoded["buffers"]),
+        streams={
+            context: tuple(_command_of(c, context, spans.get(c["index"])) for c in decoded["streams"][context])
+            for context in CONTEXTS
+        },
         spans=tuple((index, loc) for index, loc in decoded["spans"]),
         schedule=tuple((index, start, end) for index, start, end in decoded["schedule"]),
-        loops=tuple(decoded["loops"]),
+        loops=tuple(LoopRegion(**loop) for loop in decoded["loops"]),
+    )
+
+
+def _buffer(record: dict, argument: bool) -> Buffer:
+    return Buffer(record["name"], "", record["memory"], record["dtype"], list(record["levels"]), record["address"],
+                  record["bytes"], -1 if argument else 0, -1, record["region"], record["slots"])  # fmt: skip
+
+
+def _command_of(record: dict, context: str, loc: str | None) -> Command:
+    """A stream command as the LIR dataclass, on its stream's context and at its span's source line."""
+
+    def walk(kind: type, key: str) -> object:
+        return None if record[key] is None else kind.from_dict(record[key])
+
+    return Command(
+        record["index"],
+        context,
+        record["kind"],
+        record["op"],
+        record["opcode"],
+        loc,
+        list(record["inputs"]),
+        list(record["outputs"]),
+        walk(DmaWalk, "dma"),
+        walk(Sequencer, "fetch"),
+        list(record["engines"]),
+        walk(Sequencer, "commit"),
+        list(record["waits"]),
+        walk(FillWalk, "fill"),
+        walk(IndirectWalk, "indirect"),
+        record["guard"],
+        [list(offset) for offset in record["offsets"]],
     )
 
 

@@ -91,9 +91,10 @@ def _dtype(name: str, where: str) -> None:
         raise Malformed(f"{where}: unknown element type {name!r}") from None
 
 
-def footprint(buffer: dict, chip: int) -> int:
-    """The bytes a buffer spans on the device: a DRAM buffer's total, a per-slice buffer's in every slice."""
-    return buffer["bytes"] if buffer["memory"] == "dram" else buffer["bytes"] * _SLICES * chip
+def footprint(memory: str, size: int, chip: int) -> int:
+    """The bytes a buffer of `size` spans on the device: a DRAM buffer's total, a per-slice buffer's in
+    every slice."""
+    return size if memory == "dram" else size * _SLICES * chip
 
 
 def address_space(memory: str, chip: int) -> tuple[int, int]:
@@ -226,11 +227,9 @@ def _check_command(
         if not 0 <= config["packet"] <= RNGD.dma_max_packet_bytes:
             raise bad(f".{name}.packet", f"{config['packet']} bytes; a packet is 0 to {RNGD.dma_max_packet_bytes}")
         moved = math.prod(loop["size"] for loop in loops) * config["packet"]
-        if moved > footprint(target, chip):
-            raise bad(
-                f".{name}.loops",
-                f"moves {moved} bytes into {target['name']}, which spans {footprint(target, chip)} on the device",
-            )
+        spans = footprint(target["memory"], target["bytes"], chip)
+        if moved > spans:
+            raise bad(f".{name}.loops", f"moves {moved} bytes into {target['name']}, which spans {spans} on the device")
         if name == "fill":
             if not config["pattern"] or not all(0 <= byte <= 255 for byte in config["pattern"]):
                 raise bad(".fill.pattern", "a fill pattern is one or more bytes (0 to 255)")

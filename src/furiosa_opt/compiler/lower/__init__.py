@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from furiosa_opt.compiler import visa
-from furiosa_opt.compiler.lir import Buffer, Command, Lir, LoopRegion
+from furiosa_opt.compiler.lir import Buffer, Command, DmaWalk, FillWalk, Lir, LoopRegion
 from furiosa_opt.compiler.lower.addresses import (
     Layout,
     commit_sequencer,
@@ -373,14 +373,14 @@ class _Lowering:
                 packet, loops = dma_loops(target, target, "memset")
                 code = pending.op.attr("code") if pending.op.opcode == "memset" else 0  # 0: a fresh tensor's clear
                 pattern = fill_pattern(code, target.dtype)
-                command.fill = {"base": target.base, "packet": packet, "loops": loops, "pattern": pattern}
+                command.fill = FillWalk(target.base, packet, loops, pattern)
                 self.moving(command, "fill.base", pending.target)
         elif command.kind in ("dma", "pcopy"):
             with _at(pending.op):
                 src, dst = self.layout(pending.source), self.layout(pending.target)
                 whole = not isinstance(pending.target, TensorView)
                 packet, loops = dma_loops(src, dst, pending.op.opcode, whole)
-                command.dma = {"src_base": src.base, "dst_base": dst.base, "packet": packet, "loops": loops}
+                command.dma = DmaWalk(src.base, dst.base, packet, loops)
                 self.moving(command, "dma.src_base", pending.source)
                 self.moving(command, "dma.dst_base", pending.target)
         else:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from furiosa_opt.arch import RNGD
-from furiosa_opt.compiler.lir import CHIP_STRIDE, DM_BASE, SLICE_STRIDE, Entry, Loop, Sequencer
+from furiosa_opt.compiler.lir import CHIP_STRIDE, DM_BASE, SLICE_STRIDE, Entry, IndirectWalk, Loop, Sequencer
 from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping import Mapping
@@ -280,7 +280,9 @@ def _row_stride(layout: Layout, axis: str, what: str) -> int:
     return layout.bit_stride(index, size(layout.factors[index + 1 :]))
 
 
-def indirect(indexed: Layout, direct: Layout, index: Layout, axes, gather: bool, divisor: int, what: str) -> dict:
+def indirect(
+    indexed: Layout, direct: Layout, index: Layout, axes, gather: bool, divisor: int, what: str
+) -> IndirectWalk:
     """The config of a gather (`gather`: the index selects rows of the source) or a scatter (of the
     destination): the payload walk of one row on both sides, and per index cell (in the key's order)
     the byte address of the cell and the direct side's offset to its row."""
@@ -295,15 +297,15 @@ def indirect(indexed: Layout, direct: Layout, index: Layout, axes, gather: bool,
     live = live[order]
     coords = {name: c[order] for name, c in coords.items()}
     offsets = direct.addresses(position_of(direct.factors, coords, live.shape)) - direct.base
-    return {
-        "src_base": src.base,
-        "dst_base": dst.base,
-        "packet": packet,
-        "loops": loops,
-        "indexed": "src" if gather else "dst",
-        "entries": index.addresses(live).tolist(),
-        "offsets": offsets.tolist(),
-        "divisor": divisor,
-        "rows": axes.selected[1],
-        "row_stride": to_bytes(_row_stride(indexed, axes.selected[0], what), indexed.dtype, what),
-    }
+    return IndirectWalk(
+        src.base,
+        dst.base,
+        packet,
+        loops,
+        "src" if gather else "dst",
+        index.addresses(live).tolist(),
+        offsets.tolist(),
+        divisor,
+        axes.selected[1],
+        to_bytes(_row_stride(indexed, axes.selected[0], what), indexed.dtype, what),
+    )
