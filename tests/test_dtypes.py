@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis_profiles import examples
 
 from furiosa_opt import dtypes as dt
-from furiosa_opt.dtypes import DTypeError
+from furiosa_opt.dtypes import DTypeError, floats
 
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 
@@ -837,8 +837,8 @@ def test_fast_bf16_conversions_equal_the_bit_level_rules_on_a_million_patterns()
     )
     x = bits.view(np.float32)
     n = bits.astype(np.int64)
-    assert np.array_equal(dt.bf16_from_f32(x).view(np.uint16), dt._bf16_user_bits(n).astype(np.uint16))
-    assert np.array_equal(dt.bf16_from_f32_hw(x).view(np.uint16), dt._bf16_hw_bits(n).astype(np.uint16))
+    assert np.array_equal(dt.bf16_from_f32(x).view(np.uint16), floats._bf16_user_bits(n).astype(np.uint16))
+    assert np.array_equal(dt.bf16_from_f32_hw(x).view(np.uint16), floats._bf16_hw_bits(n).astype(np.uint16))
     codes = np.arange(2**16, dtype=np.uint32)
     expected = np.where((codes & 0x7F80) == 0, (codes & 0x8000) << 16, codes << 16)
     expected = np.where((codes & 0x7FFF) > 0x7F80, 0x7FC00000, expected)

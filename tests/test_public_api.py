@@ -71,7 +71,7 @@ def test_tensor_methods_of_the_contract():
 
 
 def test_all_is_the_language_and_its_vocabulary():
-    """`__all__` holds every op enum and value type of vector/ops.py a kernel names, every scalar type,
+    """`__all__` holds every op enum and value type of vector/ops/ a kernel names, every scalar type,
     SwitchConfig, and the names a kernel calls; every stage of the table is a method those names reach."""
     from furiosa_opt.dtypes import ALL_DTYPES
     from furiosa_opt.lang.contraction import Contraction

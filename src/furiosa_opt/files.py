@@ -101,9 +101,9 @@ def inside(path: Path, folder: Path) -> bool:
     return Path(path).resolve().is_relative_to(Path(folder).resolve())
 
 
-# Printed values that reach an evaluator: a mapping's `{…}` escape runs Python (mapping/parse.py) and a
-# Vector Engine op value is `eval`ed (vector/ops.py `parse_op`). From a file (an EDF, a vISA text) only the
-# padding markers `#{*}`, `#{!}`, `#{0}` may use braces, and nothing may spell a special name or a string.
+# A mapping's `{…}` escape runs Python (mapping/parse.py), so from a file (an EDF, a vISA text) only the
+# padding markers `#{*}`, `#{!}`, `#{0}` may use braces. No printed value or mapping spells a special name or
+# a string either, so a file's text that does is refused before any reader sees it.
 _PAD_MARKER = re.compile(r"#\s*\{\s*[*!0]\s*\}")
 _NOT_PRINTED = re.compile(r"__|['\"`\\]")
 

@@ -13,7 +13,7 @@ the simulator with those inputs.
 
 The scalar methods are spelled on the dtype (`bf16.from_f32(x)`, `i4.from_i32(v)`); `Opt` is upstream's
 `Opt<D>` (`furiosa_opt.dtypes.Opt`). Their oracles are written from the formats' definitions (and, for
-bf16, from the rounding rule of the `half` crate upstream delegates to), not taken from `dtypes.py`.
+bf16, from the rounding rule of the `half` crate upstream delegates to), not taken from `dtypes/`.
 """
 
 import doctest

@@ -1,2 +1,2 @@
-"""The Vector Engine's vocabulary (`ops.py`) and exact arithmetic (`arithmetic.py`), shared by the CPU
+"""The Vector Engine's vocabulary (`ops/`) and exact arithmetic (`arithmetic.py`), shared by the CPU
 backend and the simulator so that both compute every op the same way."""
