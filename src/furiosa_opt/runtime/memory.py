@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import threading
 import weakref
+from collections import deque
 
 import numpy as np
 
@@ -36,42 +37,59 @@ class Allocation:
 
 
 class DeviceMemory:
-    """First-fit allocation over one chip's HBM address space (`RNGD.hbm_bytes_per_chip`)."""
+    """First-fit allocation over one chip's HBM address space (`RNGD.hbm_bytes_per_chip`).
+
+    An allocation comes back when its `Allocation` is collected, and the garbage collector runs wherever
+    Python allocates, inside `allocate` too: a finalizer that took the lock there would wait for itself
+    forever. So `release` only queues the span (a deque append, safe anywhere), and the free list takes
+    the queued spans back under the lock before it is read."""
 
     def __init__(self, capacity: int = RNGD.hbm_bytes_per_chip):
         self.capacity = capacity
         self._free: list[tuple[int, int]] = [(0, capacity)]  # (address, bytes), sorted, coalesced
+        self._returned: deque[tuple[int, int]] = deque()  # (address, bytes) released, not yet in `_free`
         self._lock = threading.Lock()
 
     @property
     def free_bytes(self) -> int:
-        return sum(size for _, size in self._free)
+        with self._lock:
+            self._take_back()
+            return sum(size for _, size in self._free)
 
     def allocate(self, nbytes: int) -> Allocation:
         span = max(ALIGN, -(-nbytes // ALIGN) * ALIGN)
         with self._lock:
-            for i, (address, size) in enumerate(self._free):
-                if size >= span:
-                    self._free[i : i + 1] = [(address + span, size - span)] if size > span else []
-                    return Allocation(self, address, nbytes)
-        raise VerifyError(
-            "device-memory",
-            f"the device has no {nbytes} contiguous bytes of HBM left ({self.free_bytes} of {self.capacity} free); "
-            "drop tensors that are no longer needed",
-        )
+            self._take_back()
+            found = next((i for i, (_, size) in enumerate(self._free) if size >= span), None)
+            if found is not None:
+                address, size = self._free[found]
+                self._free[found : found + 1] = [(address + span, size - span)] if size > span else []
+        if found is None:
+            raise VerifyError(
+                "device-memory",
+                f"the device has no {nbytes} contiguous bytes of HBM left ({self.free_bytes} of {self.capacity} "
+                "free); drop tensors that are no longer needed",
+            )
+        return Allocation(self, address, nbytes)  # outside the lock: making its bytes may collect garbage
 
     def release(self, address: int, nbytes: int) -> None:
-        span = max(ALIGN, -(-nbytes // ALIGN) * ALIGN)
-        with self._lock:
-            i = bisect.bisect(self._free, (address, 0))
-            self._free.insert(i, (address, span))
-            merged: list[tuple[int, int]] = []
-            for start, size in self._free:
-                if merged and merged[-1][0] + merged[-1][1] == start:
-                    merged[-1] = (merged[-1][0], merged[-1][1] + size)
-                else:
-                    merged.append((start, size))
-            self._free = merged
+        """Give a span back (an `Allocation`'s finalizer): queued, taken back by the next allocation."""
+        self._returned.append((address, max(ALIGN, -(-nbytes // ALIGN) * ALIGN)))
+
+    def _take_back(self) -> None:
+        """Merge the released spans into the free list (under the lock)."""
+        if not self._returned:
+            return
+        while self._returned:
+            address, span = self._returned.popleft()
+            bisect.insort(self._free, (address, span))
+        merged: list[tuple[int, int]] = []
+        for start, size in self._free:
+            if merged and merged[-1][0] + merged[-1][1] == start:
+                merged[-1] = (merged[-1][0], merged[-1][1] + size)
+            else:
+                merged.append((start, size))
+        self._free = merged
 
 
 DEVICE = DeviceMemory()
