@@ -24,7 +24,7 @@ from furiosa_opt.mapping.factors import Comp, Factors, SymAtom
 BUILDERS = ("relayout_index", "window_index", "contraction_plan", "evaluate")
 # Where `evaluate` (the cell decoder) moves data; elsewhere it serves static checks of one slice's mappings
 # (sequencer synthesis), whose cost is the mapping's, not the data's.
-DATA_MODULES = ("furiosa_opt.backend.cpu", "furiosa_opt.lang.tensors", "furiosa_opt.sim.tensor_unit")
+DATA_MODULES = ("furiosa_opt.backend.cpu", "furiosa_opt.lang.tensors.host", "furiosa_opt.sim.tensor_unit")
 
 
 def _axes(fs: Factors) -> dict[str, int]:

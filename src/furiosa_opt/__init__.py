@@ -16,8 +16,11 @@ _MODULES = {  # the module that defines each public name; imported on first use
     "furiosa_opt.lang.loops": "Scalar device_range select when",
     "furiosa_opt.lang.pair": "VectorPair",
     "furiosa_opt.lang.stream": "TuContext",
-    "furiosa_opt.lang.tensors": "DmTensor DmTensorView DmTensorViewMut HbmTensor HbmTensorView HbmTensorViewMut "
-    "HostTensor TensorType TrfTensor VrfTensor",
+    "furiosa_opt.lang.tensors.base": "TensorType",
+    "furiosa_opt.lang.tensors.host": "HostTensor",
+    "furiosa_opt.lang.tensors.memory": "DmTensor HbmTensor",
+    "furiosa_opt.lang.tensors.registers": "TrfTensor VrfTensor",
+    "furiosa_opt.lang.tensors.views": "DmTensorView DmTensorViewMut HbmTensorView HbmTensorViewMut",
     "furiosa_opt.mapping": "Axis Cell Mapping MappingError MappingSyntaxError PadKind axes m",
     "furiosa_opt.switch": "SwitchConfig",
     "furiosa_opt.vector.ops": "BinaryArgMode BitReq Branched ClipBinaryOpF32 ClipBinaryOpI32 Cmp FpBinaryOp "
