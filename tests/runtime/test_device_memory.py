@@ -14,7 +14,7 @@ def test_an_allocation_collected_inside_allocate_does_not_deadlock():
     """Tensors in reference cycles give their HBM back when the collector runs, and it runs wherever Python
     allocates: inside `allocate` too. Its finalizer used to take the allocator's lock there and wait for
     itself forever (a full `make test` hung this way, in `HostTensor.to_hbm`). Here the collector runs at
-    every line `allocate` executes under its lock: it must finish, and every collected span must come back."""
+    the first line `allocate` executes under its lock: it must finish, and every collected span must come back."""
     memory = DeviceMemory(1 << 20)
     gc.disable()
     try:
@@ -23,10 +23,11 @@ def test_an_allocation_collected_inside_allocate_does_not_deadlock():
             holder.append((holder, memory.allocate(100)))
         del holder
         kept: list = []
+        collected: list = []
 
-        def collecting(frame, event, arg):  # a trace function: collect at each line run under the allocator's lock
-            if frame.f_code.co_filename == memory_file and event == "line" and memory._lock.locked():
-                gc.collect()
+        def collecting(frame, event, arg):  # a trace function: collect once, at the first line run under the lock
+            if frame.f_code.co_filename == memory_file and event == "line" and memory._lock.locked() and not collected:
+                collected.append(gc.collect())
             return collecting
 
         def allocate() -> None:
@@ -37,6 +38,7 @@ def test_an_allocation_collected_inside_allocate_does_not_deadlock():
         worker.start()
         worker.join(timeout=30)
         assert not worker.is_alive(), "allocate deadlocked in a finalizer"
+        assert collected and collected[0] >= 50  # the collector ran under the lock and found the 50 cycles
     finally:
         gc.enable()
     gc.collect()
