@@ -145,7 +145,7 @@ def test_the_new_engines_round_trip_through_visa_text_and_schedule_inside_main(t
     assert again.ok and again.visa_text == text
     (exec_,) = [c for c in compiled.lir.commands if c.kind == "exec"]
     engines = {e["stage"]: e for e in exec_.engines}
-    assert engines["switch"]["ring"] == 256 and engines["switch"]["steps"] == 8 and engines["switch"]["flits"] == 1
+    assert engines["switch"]["ring"] == 256 and engines["switch"]["in_steps"] == 8 and engines["switch"]["flits"] == 1
     assert (engines["transpose"]["in_rows"], engines["transpose"]["in_cols"]) == (8, 8)
     plan = schedule(compiled.lir)
     (slot,) = [s for s in plan.slots if s.costed.command is exec_]

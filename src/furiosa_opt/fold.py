@@ -16,14 +16,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from furiosa_opt import dtypes
-from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping.algebra import divide_relaxed, pair, remove_padding
 from furiosa_opt.mapping.expr import Mapping
 from furiosa_opt.mapping.factors import BC, Factors, size
 from furiosa_opt.mapping.relayout import live_mask, relaid, relayout_index
 from furiosa_opt.mapping.views import Source, Target, joint, layout_source, layout_target
 from furiosa_opt.memo import bytes_cache
+from furiosa_opt.terms import fold_products, reduce_terms
 
 
 @dataclass(frozen=True)
@@ -76,10 +75,9 @@ def fold(
     indices are the plan's positions composed with any pending index, padding pointing at a zero."""
     outputs = len(plan.out_live)
     lhs_by_step, rhs_by_step = lhs_steps.reshape(plan.steps, outputs), rhs_steps.reshape(plan.steps, outputs)
-    total = np.zeros((*lhs.shape[:-1], outputs), dtype=acc)
-    with np.errstate(all="ignore"):
-        for step_lhs, step_rhs in zip(lhs_by_step, rhs_by_step, strict=True):
-            total = total + lhs[..., step_lhs] * rhs[..., step_rhs]
+    steps = zip(lhs_by_step, rhs_by_step, strict=True)
+    total = fold_products(((lhs[..., a], rhs[..., b]) for a, b in steps), acc)
+    total = np.broadcast_to(total, (*lhs.shape[:-1], outputs))
     result = np.zeros((*lhs.shape[:-1], out_size), dtype=acc)
     result[..., plan.out_live] = total
     return result
@@ -140,10 +138,7 @@ def fold_through_views(
     moved = outer + tuple(len(outer) + i for i in order)
     left, right = np.ascontiguousarray(left.transpose(moved)), np.ascontiguousarray(right.transpose(moved))
     lead = (slice(None),) * first
-    total = np.zeros((), dtype=acc)
-    with np.errstate(all="ignore"):
-        for step in np.ndindex(*plan.reduced):
-            total = total + left[lead + step] * right[lead + step]
+    total = fold_products(((left[lead + s], right[lead + s]) for s in np.ndindex(*plan.reduced)), acc)
     back = np.argsort(order)  # the kept axes in `pre_reduce` order again
     kept = total.transpose(tuple(range(first)) + tuple(first + int(back[i]) for i in plan.kept_order))
     return plan.out.place(kept)
@@ -158,14 +153,6 @@ def _inner_order(left: tuple[int, ...], right: tuple[int, ...]) -> list[int]:
     rest = [i for i in range(len(left)) if left[i] == 1 and right[i] == 1]
     small, large = sorted((only_left, only_right), key=lambda g: math.prod(left[i] * right[i] for i in g))
     return rest + both + small + large
-
-
-def widener(acc: DType, operand: DType) -> Callable[[np.ndarray], np.ndarray]:
-    """How both operands widen to the accumulator: integers to i32, floats (bf16, f8) to f32 with the
-    hardware rules."""
-    if acc == dtypes.i32:
-        return dtypes.widen_int
-    return lambda values: dtypes.to_f32(values, operand)
 
 
 # ---- reduces (the Vector Engine's intra- and inter-slice reducers) --------------------------------------
@@ -201,8 +188,4 @@ def reduce_fold(
     `identity`, as upstream leaves it (a Max-reduce's padding is -inf)."""
     plan = reduce_plan(src, dst, broadcast)
     x = relaid(values, src, plan.pre, broadcast).reshape(values.shape[0], *plan.live.shape)
-    acc = np.full((values.shape[0], plan.live.shape[0]), identity, dtype=values.dtype)
-    with np.errstate(all="ignore"):
-        for r in np.flatnonzero(plan.live.any(axis=0)):  # a reduced position no output reads is skipped
-            acc = np.where(plan.live[:, r], step(acc, x[:, :, r]), acc).astype(values.dtype, copy=False)
-    return np.where(plan.dst_live, acc, np.asarray(identity, dtype=values.dtype))
+    return reduce_terms(x, plan.live, plan.dst_live, step, identity)

@@ -101,7 +101,7 @@ def test_commands_have_what_their_kind_needs():
     refused(lambda b: dma(b).update(waits=[3]), "tdma[0].waits", "only a sync waits")
     refused(lambda b: exec_command(b)["engines"].pop(0), "engines", "starts with its `fetch`")
     refused(lambda b: exec_command(b)["engines"][4].update(op=7), "engines[4].op", "not a printed value")
-    refused(lambda b: exec_command(b)["engines"][0].update(time=5), "engines[0].time", "not a mapping")
+    refused(lambda b: exec_command(b)["engines"][0].update(live=5), "engines[0].live", "not a list of integers")
     refused(lambda b: exec_command(b).update(dma=dma(b)["dma"]), "a exec command has no `dma` walk")
     refused(lambda b: b["streams"]["main"][0].update(engines=[{"stage": "fetch"}]), "a sync command has no engines")
 

@@ -28,10 +28,11 @@ from furiosa_opt.compiler.lir import (
     walk_dma,
     walk_sequencer,
 )
-from furiosa_opt.mapping.relayout import relaid
+from furiosa_opt.compiler.lower.walks import box
+from furiosa_opt.mapping.relayout import live_mask, relaid
 from furiosa_opt.sim import SimulatorError, run
 from furiosa_opt.sim.memory import SLICES, Fault, Memories
-from furiosa_opt.sim.tensor_unit import _live
+from furiosa_opt.sim.walk import box_mask
 
 
 def placed(name: str, memory: str, address: int, size: int) -> Buffer:
@@ -325,6 +326,6 @@ def test_composite_layouts_move_by_index_map_and_mask_by_decoding():
     values = np.random.default_rng(0).integers(0, 1000, (3, 2100)).astype(np.int32)
     got = relaid(values, composite.factors, m["P, Q"].factors, broadcast=False)
     assert np.array_equal(got, values[:, :2048].reshape(3, 8, 256).transpose(0, 2, 1).reshape(3, 2048))
-    assert np.array_equal(_live(composite), np.arange(2100) < 2048)
-    assert np.array_equal(_live(m["P # 300, Q"]), (np.arange(300) < 256).repeat(8))
-    assert _live(m["P, Q"]) is None
+    assert np.array_equal(live_mask(composite.factors), np.arange(2100) < 2048)
+    assert np.array_equal(box_mask(box(m["P # 300, Q"])), (np.arange(300) < 256).repeat(8))
+    assert box_mask(box(m["P, Q"])) is None

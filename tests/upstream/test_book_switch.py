@@ -402,7 +402,7 @@ def test_book_cycle_estimate(kernel):
 
 def test_cycle_factors():
     """The three factors of each estimate, as the book lists them: (ring_size, Time::SIZE, flits_per_packet)."""
-    factors = {k: (c["ring"], c["steps"], c["flits"]) for k in BOOK_CYCLES for c in [switch_config(k)]}
+    factors = {k: (c["ring"], c["in_steps"], c["flits"]) for k in BOOK_CYCLES for c in [switch_config(k)]}
     assert factors == {
         broadcast01: (4, 64, 8),  # f32 × 64 / 32
         broadcast1: (32, 64, 2),  # i8 × 64 / 32

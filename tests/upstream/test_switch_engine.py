@@ -244,7 +244,7 @@ def test_compiled_switch_carries_the_stated_ring(kernel):
     command, config = switches[0]
     assert config["ring"] == ring
     # every example fetches `B` (8 steps) of `V` (16 bf16 = 32 bytes, one flit) per step
-    assert (config["steps"], config["flits"]) == (B.size, 1)
+    assert (config["in_steps"], config["flits"]) == (B.size, 1)
     assert switch_cycles(config) == ring * B.size * 1
     slot = next(s for s in schedule(compiled.lir).slots if s.costed.command is command)
     assert slot.costed.tpe == "Main"

@@ -75,7 +75,7 @@ def _steps(sequencer: Sequencer) -> tuple[int, int]:
 def switch_cycles(config: dict) -> int:
     """The book's Switch Engine estimate: `ring_size × Time::SIZE × flits_per_packet` (input time; all
     sub-rings run in parallel)."""
-    return config["ring"] * config["steps"] * config["flits"]
+    return config["ring"] * config["in_steps"] * config["flits"]
 
 
 def transpose_cycles(config: dict) -> int:
@@ -90,7 +90,7 @@ def transpose_cycles(config: dict) -> int:
 def inter_slice_reduce_cycles(config: dict) -> int:
     """The book's inter-slice reducer: the input streams through (one flit a step), then a tail of about
     one ring traversal of the reduction group (`ratio` slices)."""
-    return config["steps"] + config["ratio"]
+    return config["in_steps"] + config["ratio"]
 
 
 ENGINE_CYCLES = {  # engines with a latency of their own

@@ -14,12 +14,12 @@ from furiosa_opt import dtypes
 from furiosa_opt.backend import active
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
-from furiosa_opt.fold import widener
 from furiosa_opt.lang.flow import Flow
 from furiosa_opt.lang.tensors import TrfTensor
 from furiosa_opt.mapping import Mapping
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.stages import STAGES
+from furiosa_opt.terms import widener
 from furiosa_opt.vector.ops import LaneMode
 from furiosa_opt.verify import contraction as rules
 

@@ -30,9 +30,8 @@ from furiosa_opt.compiler.lir import Command
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.files import printable, write_atomic
 from furiosa_opt.mapping import Axis, MappingError
-from furiosa_opt.sim.machine import SimulatorError, run
+from furiosa_opt.sim.machine import SimulatorError, mapping_of, run
 from furiosa_opt.sim.memory import SLICES
-from furiosa_opt.sim.tensor_unit import mapping_of
 from furiosa_opt.sim.timing import compare, simulate, trace_json
 
 POSITION_BYTES = 32  # host bytes per stream position and slice: values, tags and an engine's temporaries

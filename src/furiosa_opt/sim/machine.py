@@ -19,9 +19,14 @@ from furiosa_opt.compiler.lir import Buffer, Command, LoopRegion
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.dtypes import dtype_by_name
 from furiosa_opt.mapping import Axis, MappingError
+from furiosa_opt.mapping.parse import parse
 from furiosa_opt.scalar import parse_scalar
 from furiosa_opt.sim.memory import Fault, Memories
-from furiosa_opt.sim.tensor_unit import TensorUnit, Unsupported, mapping_of
+from furiosa_opt.sim.tensor_unit import TensorUnit, Unsupported
+
+
+def mapping_of(text, axes):
+    return parse(text[1:-1] if text.startswith("[") else text, axes)
 
 
 class SimulatorError(FuriosaOptError):
@@ -99,7 +104,7 @@ def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
         memories = Memories(edf.buffers, dram, chips, edf.chip)
     except (Fault, MappingError) as error:
         raise SimulatorError(f"kernel {edf.identity}: {error}") from None
-    unit = TensorUnit(memories, buffers, axes)
+    unit = TensorUnit(memories, buffers)
     for command in commands_run(edf):
         try:
             if command.kind in ("dma", "pcopy"):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import partial
 
 import numpy as np
 
@@ -23,19 +22,12 @@ from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.lir import DM_BASE, Buffer, Command, Sequencer, sequencer_loops
 from furiosa_opt.compiler.literals import literal
 from furiosa_opt.dtypes import DType, dtype_by_name
-from furiosa_opt.fold import contraction_plan, fold, fold_through_views, fold_views, reduce_fold, widener
-from furiosa_opt.mapping import Mapping
-from furiosa_opt.mapping.algebra import pair, split_at
-from furiosa_opt.mapping.factors import size
-from furiosa_opt.mapping.parse import parse
-from furiosa_opt.mapping.relayout import check_relayout, live_mask, relaid
 from furiosa_opt.sim.memory import Fault, Loops, Memories
+from furiosa_opt.sim.walk import box_mask, box_size, gather
 from furiosa_opt.switch import SwitchConfig, parse_switch_config
+from furiosa_opt.terms import fold_terms, reduce_terms, widener
 from furiosa_opt.vector import arithmetic
 from furiosa_opt.vector.ops import RF, Branched, Stash, TagGuard, parse_op
-from furiosa_opt.verify.contraction import accumulator
-
-ONE = "[1]"
 
 
 class Unsupported(Exception):
@@ -44,42 +36,34 @@ class Unsupported(Exception):
 
 @dataclass(frozen=True)
 class Stream:
-    values: np.ndarray  # [slices, positions] in `layout` wire order, dtype.storage
+    values: np.ndarray  # [slices, steps · lanes] in wire order, dtype.storage
     dtype: DType
-    time: Mapping
-    packet: Mapping
+    steps: int  # Time positions (in pair mode both groups', the group outermost)
+    lanes: int  # Packet positions
+    box: list[int]  # the layout's live box (sim/walk.py)
     tags: np.ndarray | None = None  # inside the Vector Engine: each element's 4-bit tag, same shape
-    group_axis: Mapping | None = None  # pair mode: the group axis, outermost in time (configs give a group's)
 
     @property
-    def layout(self) -> Mapping:
-        return pair(self.time, self.packet)
+    def live(self) -> np.ndarray | None:
+        """Which positions hold a value (None: all do)."""
+        return box_mask(self.box)
+
+    def reshaped(self, config: dict) -> Stream:
+        """The stream with the layout a config gives it (`steps`, `lanes`, `live`), values unchanged."""
+        return replace(self, steps=config["steps"], lanes=config["lanes"], box=config["live"])
 
 
 @dataclass(frozen=True)
 class Operand:
-    """A register-file tensor as the engines see it: its values per slice and its mapping in the slice."""
+    """A register-file tensor as the engines see it: every element it holds, per slice."""
 
     values: np.ndarray
     dtype: DType
-    levels: tuple[Mapping, ...]  # the buffer's levels inside the slice (TRF: lane, element; VRF: element)
-
-    @property
-    def layout(self) -> Mapping:
-        return pair(*self.levels)
-
-
-def mapping_of(text: str, axes: dict[str, object]) -> Mapping:
-    """A mapping as the EDF prints it (in an engine config `[…]`, in a buffer's levels bare)."""
-    return parse(text[1:-1] if text.startswith("[") else text, axes)
 
 
 class TensorUnit:
-    def __init__(self, memories: Memories, buffers: dict[str, Buffer], axes: dict[str, object]):
-        self.memories, self.buffers, self.axes = memories, buffers, axes
-
-    def mapping(self, text: str) -> Mapping:
-        return mapping_of(text, self.axes)
+    def __init__(self, memories: Memories, buffers: dict[str, Buffer]):
+        self.memories, self.buffers = memories, buffers
 
     def run(self, command: Command) -> None:
         """Each engine config in order through its stage's handler (`HANDLERS`, one per stage of the table
@@ -98,34 +82,31 @@ class TensorUnit:
         """The fetch sequencer's walk of DM (memory 1) as the stream; padding positions read zero."""
         sequencer = command.fetch
         dtype = dtype_by_name(self.buffers[sequencer.buffer].dtype)
-        time, packet = self.mapping(config["time"]), self.mapping(config["packet"])
-        layout = pair(time, packet)
-        check_relayout(pair(self.mapping(ONE), self.mapping(config["element"])).factors, layout.factors, True)
-        loops = _loops(sequencer, 1, layout, "fetch", dtype)
+        shape = Stream(np.empty((0, 0)), dtype, config["steps"], config["lanes"], config["live"])
+        loops = _loops(sequencer, 1, shape, "fetch", dtype)
         if sequencer.interleave and dtype.bits < 8:
             raise Unsupported(f"a pair-mode fetch of {dtype} (4-bit) tensors")
         bases = sequencer.interleave or [sequencer.base]
-        values = [_read(self.memories, "sram", b - DM_BASE, loops, dtype, _live(layout)) for b in bases]
-        return Stream(_selected(values, sequencer) if sequencer.interleave else values[0], dtype, time, packet)
+        values = [_read(self.memories, "sram", b - DM_BASE, loops, dtype, shape.live) for b in bases]
+        return replace(shape, values=_selected(values, sequencer) if sequencer.interleave else values[0])
 
     def commit(self, stream: Stream, command: Command) -> None:
         """The stream's live positions written where the commit sequencer's walk of DM (memory 0) puts them."""
         sequencer = command.commit
-        loops = _loops(sequencer, 0, stream.layout, "commit", stream.dtype)
-        _write(
-            self.memories, "sram", sequencer.base - DM_BASE, loops, stream.dtype, stream.values, _live(stream.layout)
-        )
+        loops = _loops(sequencer, 0, stream, "commit", stream.dtype)
+        _write(self.memories, "sram", sequencer.base - DM_BASE, loops, stream.dtype, stream.values, stream.live)
 
-    def store(self, stream: Stream, command: Command, target: Mapping) -> None:
-        """A register-file store: the stream relaid into the file's layout at the buffer's address."""
+    def store(self, stream: Stream, command: Command, config: dict) -> None:
+        """A register-file store: the stream walked into the file's layout (the config's `target` box) at
+        the buffer's address."""
         buffer = self.buffers[command.outputs[0]]
-        values = relaid(stream.values, stream.layout.factors, target.factors, broadcast=False)
-        loops = _contiguous(target.size, stream.dtype)
+        values = gather(stream.values, config["walk"], config["table"], box_mask(config["target"]))
+        loops = _contiguous(box_size(config["target"]), stream.dtype)
         _write(self.memories, buffer.memory, buffer.address, loops, stream.dtype, values, None)
 
     def operand(self, command: Command, config: dict, memory: str) -> Operand:
-        """The register-file tensor an engine reads (the buffer its config names in `rf`), from the
-        buffer's levels."""
+        """The register-file tensor an engine reads (the buffer its config names in `rf`): every element
+        the buffer holds."""
         name = config.get("rf")
         if name not in command.inputs or self.buffers[name].memory != memory:
             raise Fault(
@@ -133,67 +114,59 @@ class TensorUnit:
             )
         buffer = self.buffers[name]
         dtype = dtype_by_name(buffer.dtype)
-        levels = tuple(self.mapping(level) for level in buffer.levels[3:])
-        loops = _contiguous(pair(*levels).size, dtype)
-        return Operand(_read(self.memories, memory, buffer.address, loops, dtype, None), dtype, levels)
+        loops = _contiguous(buffer.bytes * 8 // dtype.bits, dtype)
+        return Operand(_read(self.memories, memory, buffer.address, loops, dtype, None), dtype)
+
+    def rf_values(self, stream: Stream, config: dict, command: Command) -> np.ndarray:
+        """The VRF tensor the config names, walked into the stream's layout (`rf_walk`)."""
+        vrf = self.operand(command, config, "vrf")
+        return gather(vrf.values, config["rf_walk"], config["rf_table"], stream.live)
+
+    def stash_values(self, stream: Stream, config: dict) -> np.ndarray:
+        """What the command's `vector_stash` wrote, walked into the stream's layout (`stash_walk`)."""
+        if "stash" not in self.pending:
+            raise Fault(f"`{config['stage']}` reads the stash before any `vector_stash` of its command wrote it")
+        return gather(self.pending.pop("stash"), config["stash_walk"], config["stash_table"], stream.live)
 
     # ---- the Contraction Engine ----
 
     def contract(self, stream: Stream, stage: str, config: dict, command: Command, pending: dict) -> Stream:
-        """outer/packet/time only record their mappings; lane runs the fused fold (as upstream's CPU does)."""
+        """`contract_outer` takes the stream and the TRF tensor; `contract_lane` folds them as its config
+        says (`fold_terms`), from zero in the terms' order, as upstream's CPU does."""
         if stage == "contract_outer":
             pending.update(lhs=stream, trf=self.operand(command, config, "trf"))
-            pending.update(time=self.mapping(config["time"]), packet=self.mapping(config["packet"]))
             return stream
         if "lhs" not in pending:
             raise Fault(f"`{stage}` comes before any `contract_outer` in the command's engine configs")
-        if stage == "contract_packet":
-            pending["packet2"] = self.mapping(config["packet"])
-            return stream
-        if stage == "contract_time":
-            pending["time2"] = self.mapping(config["time"])
+        if stage != "contract_lane":
             return stream
         lhs, trf = pending["lhs"], pending["trf"]
-        lane = trf.levels[0]
-        reduced = pair(lane, pending["time2"], pending["packet2"])
-        pre_reduce = pair(lane, pending["time"], pending["packet"])
-        acc = accumulator(lhs.dtype, trf.dtype)
-        widen = widener(acc, lhs.dtype)
-        for operand in (lhs.layout, trf.layout):
-            check_relayout(operand.factors, pre_reduce.factors, True, True)
-        through_views = fold_views(lhs.layout.factors, trf.layout.factors, pre_reduce.factors, reduced.factors)
-        if through_views is not None:
-            values = fold_through_views(through_views, widen(lhs.values), widen(trf.values), acc.storage)
-        else:  # composites or ragged cuts: the operand positions of every term as index arrays
-            plan = contraction_plan(lhs.layout.factors, trf.layout.factors, pre_reduce.factors, reduced.factors)
-            values = fold(_with_zero(widen(lhs.values)), plan.lhs, _with_zero(widen(trf.values)), plan.rhs, plan,
-                          size(reduced.factors), acc.storage)  # fmt: skip
-        time, packet = self.mapping(config["time"]), self.mapping(config["packet"])
-        return Stream(relaid(values, reduced.factors, pair(time, packet).factors, False), acc, time, packet)
+        acc = dtype_by_name(config["acc"])
+        terms = []
+        for side, operand in (("lhs", lhs), ("rhs", trf)):
+            values = widener(acc, operand.dtype)(operand.values)
+            terms.append(gather(values, config[f"{side}_walk"], config[f"{side}_table"], None))
+        sums = fold_terms(*terms, _term_live(config), acc.storage)
+        out = replace(stream.reshaped(config), dtype=acc, tags=None)
+        return replace(out, values=gather(sums, config["walk"], config["table"], out.live))
 
 
 # ---- the stage handlers: (unit, stream, config, command) -> the stream after the stage ----
 
 
-def _relaid(
-    unit: TensorUnit, stream: Stream, config: dict, command: Command | None = None, drop: bool = False
-) -> Stream:
-    """The stream relaid out over the config's time (if it names one; in pair mode a group's, under the
-    group axis) and packet."""
-    time = unit.mapping(config["time"]) if "time" in config else stream.time
-    if stream.group_axis is not None and "time" in config:
-        time = pair(stream.group_axis, time)
-    packet = unit.mapping(config["packet"])
-    source, target = stream.layout.factors, pair(time, packet).factors
-    values = relaid(stream.values, source, target, False, drop)
-    tags = None if stream.tags is None else relaid(stream.tags, source, target, False, drop)
-    return replace(stream, values=values, time=time, packet=packet, tags=tags)
+def _relaid(unit: TensorUnit, stream: Stream, config: dict, command: Command | None = None) -> Stream:
+    """The stream (and its tags) walked into the config's `time` and `packet` layout."""
+    moved = stream.reshaped(config)
+    live = moved.live
+    values = gather(stream.values, config["walk"], config["table"], live)
+    tags = None if stream.tags is None else gather(stream.tags, config["walk"], config["table"], live)
+    return replace(moved, values=values, tags=tags)
 
 
 def _cast(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     target = dtype_by_name(config["dtype"])
     converted = replace(stream, values=dtypes.convert(stream.values, stream.dtype, target), dtype=target)
-    return _relaid(unit, converted, config) if "packet" in config else converted
+    return _relaid(unit, converted, config) if "walk" in config else converted
 
 
 def _table_lookup(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
@@ -222,13 +195,9 @@ def _payload(unit: TensorUnit, stream: Stream, config: dict, command: Command, v
     if isinstance(value, tuple):
         return tuple(_payload(unit, stream, config, command, part) for part in value)
     if value is RF:
-        vrf = unit.operand(command, config, "vrf")
-        return relaid(vrf.values, vrf.layout.factors, stream.layout.factors, broadcast=True)
+        return unit.rf_values(stream, config, command)
     if value is Stash:
-        if "stash" not in unit.pending:
-            raise Fault(f"`{config['stage']}` reads the stash before any `vector_stash` of its command wrote it")
-        values, layout = unit.pending.pop("stash")
-        return relaid(values, layout.factors, stream.layout.factors, broadcast=True)
+        return unit.stash_values(stream, config)
     return np.full(stream.values.shape, value, dtype=stream.dtype.storage)
 
 
@@ -284,12 +253,9 @@ def _fp_unary(unit: TensorUnit, stream: Stream, config: dict, command: Command) 
 
 def _unzip(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     """Pair mode: the group axis moves outermost in time, and tag bit 3 holds each element's group."""
-    axis, split = unit.mapping(config["axis"]), unit.mapping(config["split_time"])
-    time = pair(axis, split)
-    values = relaid(stream.values, stream.layout.factors, pair(time, stream.packet).factors, False)
-    group = np.repeat(np.arange(2, dtype=np.uint8), values.shape[1] // 2)
-    tags = np.broadcast_to(group << np.uint8(3), values.shape).copy()
-    return replace(stream, values=values, time=time, tags=tags, group_axis=axis)
+    paired = _relaid(unit, stream, config)
+    group = np.repeat(np.arange(2, dtype=np.uint8), paired.values.shape[1] // 2)
+    return replace(paired, tags=np.broadcast_to(group << np.uint8(3), paired.values.shape).copy())
 
 
 def _zip(compute: Callable) -> Callable:
@@ -299,8 +265,8 @@ def _zip(compute: Callable) -> Callable:
         halves = stream.values.reshape(stream.values.shape[0], 2, -1)
         with np.errstate(all="ignore"):
             values = compute(op, *arithmetic.apply_arg_mode(mode, halves[:, 0], halves[:, 1]))
-        time = split_at(stream.time, stream.time.size // 2)[1]
-        return replace(stream, values=values, time=time, tags=np.zeros(values.shape, dtype=np.uint8), group_axis=None)
+        tags = np.zeros(values.shape, dtype=np.uint8)
+        return replace(stream.reshaped(config), values=values, tags=tags)
 
     return stage
 
@@ -318,7 +284,7 @@ def _tag(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> St
 
 
 def _stash(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    unit.pending["stash"] = (stream.values, stream.layout)
+    unit.pending["stash"] = stream.values
     return stream
 
 
@@ -328,42 +294,58 @@ def _reinterpret(unit: TensorUnit, stream: Stream, config: dict, command: Comman
 
 
 def _intra_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    """Each slice folds the reduced axis out of its time steps and packets (`fold.reduce_fold`). The fold
-    reads the slices' layout too: which cells are padding may differ from slice to slice."""
-    slices = unit.mapping(config["in_slice"])
-    time, packet = unit.mapping(config["time"]), unit.mapping(config["packet"])
-    return _cluster_reduce(stream, config, slices, slices, time, packet, broadcast=False)
+    """Each slice folds the reduced digits out of its time steps and packets; the fold reads the slices'
+    layout too, since which cells are padding may differ from slice to slice. Each output keeps its last
+    tag."""
+    return _cluster_reduce(stream, config, keep_tags=True)
 
 
 def _inter_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    """Each cluster folds the reduced Slice axes across its slices into the output slices."""
-    in_slice, out_slice = unit.mapping(config["in_slice"]), unit.mapping(config["slice"])
-    return _cluster_reduce(stream, config, in_slice, out_slice, unit.mapping(config["time"]), stream.packet, True)
+    """Each cluster folds the reduced Slice digits across its slices into the output slices; tags clear."""
+    return _cluster_reduce(stream, config, keep_tags=False)
 
 
-def _cluster_reduce(
-    stream: Stream, config: dict, in_slice: Mapping, out_slice: Mapping, time: Mapping, packet: Mapping, broadcast: bool
-) -> Stream:
-    """The stream of each cluster's slices `[in_slice, time, packet]` folded into `[out_slice, time, packet]`."""
+def _cluster_reduce(stream: Stream, config: dict, keep_tags: bool) -> Stream:
+    """Each cluster's slices `[in_slice, time, packet]` walked into `[output, reduced]` and folded one term
+    at a time in the terms' order (`reduce_terms`); padding of the output holds the identity, as upstream
+    leaves it (a Max-reduce's padding is -inf)."""
     per_cluster = RNGD.slices_per_cluster
-    clusters = stream.values.reshape(-1, per_cluster, stream.layout.size)
-    source = clusters[:, : in_slice.size].reshape(clusters.shape[0], -1)
-    target = pair(out_slice, time, packet)
+    clusters = stream.values.reshape(-1, per_cluster, stream.steps * stream.lanes)
+    source = clusters[:, : config["in_slices"]].reshape(clusters.shape[0], -1)
+    out = stream.reshaped(config)
+    target_live = box_mask(config["target"])
+    read = _term_live(config) & _terms(_cells(config["source"]), config)[0].astype(bool)
     step, identity = arithmetic.reducer(parse_op(config["op"]))
-    whole = pair(in_slice, stream.time, stream.packet)  # one pair: a composite may span slice and time
-    reduced = reduce_fold(source, whole.factors, target.factors, step, identity, broadcast)
+    reduced = reduce_terms(_terms(source, config), read, target_live, step, identity)
 
     def placed(cells: np.ndarray) -> np.ndarray:
-        out = np.zeros((clusters.shape[0], per_cluster, target.size // out_slice.size), dtype=cells.dtype)
-        out[:, : out_slice.size] = cells.reshape(clusters.shape[0], out_slice.size, -1)
-        return out.reshape(stream.values.shape[0], -1)
+        held = np.zeros((clusters.shape[0], per_cluster, out.steps * out.lanes), dtype=cells.dtype)
+        held[:, : config["slices"]] = cells.reshape(clusters.shape[0], config["slices"], -1)
+        return held.reshape(stream.values.shape[0], -1)
 
     tags = None
-    if stream.tags is not None:  # an intra-slice reduce keeps each output's last tag; the inter-slice one clears them
-        held = stream.tags.reshape(clusters.shape)[:, : in_slice.size].reshape(clusters.shape[0], -1)
-        last = reduce_fold(held, whole.factors, target.factors, lambda acc, x: x, np.uint8(0), broadcast)
-        tags = placed(last if not broadcast else np.zeros_like(last))
-    return replace(stream, values=placed(reduced), time=time, packet=packet, tags=tags)
+    if stream.tags is not None:
+        held = stream.tags.reshape(clusters.shape)[:, : config["in_slices"]].reshape(source.shape)
+        last = reduce_terms(_terms(held, config), read, target_live, lambda acc, x: x, np.uint8(0))
+        tags = placed(last if keep_tags else np.zeros_like(last))
+    return replace(out, values=placed(reduced), tags=tags)
+
+
+def _terms(values: np.ndarray, config: dict) -> np.ndarray:
+    """[batch, outputs, reduced]: the values each output folds, by the config's walk."""
+    moved = gather(values, config["walk"], config["table"], None)
+    return moved.reshape(values.shape[0], -1, config["reduced"])
+
+
+def _cells(box: list[int]) -> np.ndarray:
+    """[1, positions]: 1 where the layout `box` holds a value."""
+    live = box_mask(box)
+    return np.ones((1, box_size(box)), np.uint8) if live is None else live[None].astype(np.uint8)
+
+
+def _term_live(config: dict) -> np.ndarray:
+    """[outputs, reduced]: the terms of the fold that are values (`terms`; a fold skips padding)."""
+    return _cells(config["terms"])[0].astype(bool).reshape(-1, config["reduced"])
 
 
 def _elementwise(convert: Callable, dtype: DType | None = None) -> Callable:
@@ -388,12 +370,8 @@ def _commit(unit: TensorUnit, stream: Stream, config: dict, command: Command) ->
     unit.commit(stream, command)
 
 
-def _to_trf(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> None:
-    unit.store(stream, command, pair(unit.mapping(config["lane"]), unit.mapping(config["element"])))
-
-
-def _to_vrf(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> None:
-    unit.store(stream, command, unit.mapping(config["element"]))
+def _store(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> None:
+    unit.store(stream, command, config)
 
 
 def _contract(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
@@ -405,8 +383,8 @@ def _switch(unit: TensorUnit, stream: Stream, config: dict, command: Command) ->
     `[slice2, slice1, slice0, time…, packet]` whose axes a named config permutes and broadcasts, or the
     routing table a CustomBroadcast carries (which input slice each output slice reads per moved step)."""
     ring = RNGD.slices_per_cluster  # the switch's ring has a router on every slice of a cluster
-    n = unit.mapping(config["in_slice"]).size
-    steps, lanes = stream.time.size, stream.packet.size
+    n = config["in_slices"]
+    steps, lanes = stream.steps, stream.lanes
     clusters = stream.values.reshape(-1, ring, steps, lanes)
     cfg = parse_switch_config(config["config"])
     if cfg.kind == "CustomBroadcast":
@@ -417,7 +395,7 @@ def _switch(unit: TensorUnit, stream: Stream, config: dict, command: Command) ->
         moved = _named_route(cfg, clusters[:, :n], steps, lanes)
     out = np.zeros((clusters.shape[0], ring, moved[0, 0].size), dtype=stream.values.dtype)
     out[:, : moved.shape[1]] = moved.reshape(moved.shape[0], moved.shape[1], -1)
-    return replace(stream, values=out.reshape(stream.values.shape[0], -1), time=unit.mapping(config["time"]))
+    return replace(stream.reshaped(config), values=out.reshape(stream.values.shape[0], -1))
 
 
 def _named_route(cfg: SwitchConfig, x: np.ndarray, steps: int, lanes: int) -> np.ndarray:
@@ -447,14 +425,13 @@ def _named_route(cfg: SwitchConfig, x: np.ndarray, steps: int, lanes: int) -> np
 def _transpose(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     """Unpack the valid lanes, gather `packets_per_col` packets into a row of `in_cols`, stack `in_rows`
     rows, transpose, keep `out_rows` rows and pad each back to a flit — from the engine's parameters."""
-    flit = stream.packet.size
+    flit = stream.lanes
     rows, columns, kept = config["in_rows"], config["packets_per_col"], config["out_rows"]
     x = stream.values.reshape(stream.values.shape[0], -1, rows, columns, flit)[..., : config["valid_size"]]
     x = x.reshape(*x.shape[:3], -1).transpose(0, 1, 3, 2)[:, :, :kept]
     out = np.zeros((*x.shape[:3], flit), dtype=stream.values.dtype)
     out[..., :rows] = x
-    time, packet = unit.mapping(config["time"]), unit.mapping(config["packet"])
-    return replace(stream, values=out.reshape(out.shape[0], -1), time=time, packet=packet)
+    return replace(stream.reshaped(config), values=out.reshape(out.shape[0], -1))
 
 
 HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/stages.py)
@@ -462,8 +439,8 @@ HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/s
     "fetch_cast": _cast,
     "fetch_table_lookup": _table_lookup,
     "fetch_zero_point_sub": _zero_point_sub,
-    "to_trf": _to_trf,
-    "to_vrf": _to_vrf,
+    "to_trf": _store,
+    "to_vrf": _store,
     "contract_outer": _contract,
     "contract_packet": _contract,
     "contract_time": _contract,
@@ -474,7 +451,7 @@ HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/s
     "collect": _relaid,
     "transpose": _transpose,
     "cast": _cast,
-    "commit_trim": partial(_relaid, drop=True),
+    "commit_trim": _relaid,
     "commit_cast": _commit_cast(relu=False),
     "commit_cast_relu": _commit_cast(relu=True),
     "vector_init": _vector_init,
@@ -510,13 +487,14 @@ def _per_byte(dtype: DType) -> int:
     return 8 // dtype.bits if dtype.bits < 8 else 1
 
 
-def _loops(sequencer: Sequencer, memory: int, layout: Mapping, which: str, dtype: DType) -> Loops:
+def _loops(sequencer: Sequencer, memory: int, stream: Stream, which: str, dtype: DType) -> Loops:
     """The sequencer's loops in `memory`, which must visit every position of the stream once."""
     sizes, strides = sequencer_loops(sequencer, memory)
     sizes = tuple(max(0, n) for n in sizes)  # a negative size visits nothing, as the address walk did
-    if math.prod(sizes) * _per_byte(dtype) != layout.size:
+    positions = stream.steps * stream.lanes
+    if math.prod(sizes) * _per_byte(dtype) != positions:
         visits = math.prod(sizes) * _per_byte(dtype)
-        raise Fault(f"the {which} sequencer visits {visits} positions, the stream has {layout.size}")
+        raise Fault(f"the {which} sequencer visits {visits} positions, the stream has {positions}")
     return sizes, strides
 
 
@@ -576,12 +554,6 @@ def _selected(values: list[np.ndarray], sequencer: Sequencer) -> np.ndarray:
     return chosen.reshape(values[0].shape)
 
 
-def _live(layout: Mapping) -> np.ndarray | None:
-    """Which positions of the layout hold a value (None: all do)."""
-    live = live_mask(layout.factors)
-    return None if live.all() else live
-
-
 def _as(raw: np.ndarray, dtype: DType) -> np.ndarray:
     """[slices, positions] values of `raw` [slices, positions, bytes]."""
     return np.ascontiguousarray(raw).reshape(raw.shape[0], -1).view(dtype.storage)
@@ -590,8 +562,3 @@ def _as(raw: np.ndarray, dtype: DType) -> np.ndarray:
 def _bytes(values: np.ndarray, dtype: DType) -> np.ndarray:
     """[slices, positions · bytes] wire bytes of `values` [slices, positions]."""
     return np.ascontiguousarray(values.astype(dtype.storage, copy=False)).view(np.uint8)
-
-
-def _with_zero(values: np.ndarray) -> np.ndarray:
-    """The operand with a trailing zero column: what the plan's padding positions (-1) read."""
-    return np.concatenate([values, np.zeros((values.shape[0], 1), dtype=values.dtype)], axis=1)

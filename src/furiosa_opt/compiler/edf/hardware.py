@@ -12,6 +12,7 @@ from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.edf.schema import CONTEXTS, Malformed, is_int
 from furiosa_opt.compiler.edf.streams import loop_of, offset_ranges
 from furiosa_opt.compiler.lir import CHIP_STRIDE, DM_BASE
+from furiosa_opt.configs.layouts import RECORDS as LAYOUTS
 from furiosa_opt.dtypes import DTypeError, dtype_by_name
 from furiosa_opt.files import expression_problem, identity_problem
 from furiosa_opt.mapping import MappingError, axes
@@ -31,10 +32,9 @@ _SLICES = RNGD.clusters_per_chip * RNGD.slices_per_cluster
 _NEEDS = {"dma": ("dma", 1, 1), "pcopy": ("dma", 1, 1), "memset": ("fill", 0, 1), "indirect": ("indirect", 2, 1)}
 # Engine attributes by what they hold: a mapping `[…]`, a printed value (an op, a mode, a dtype, a number as
 # text), or a count. Others may appear (the format allows any scalar); these are the ones engines read.
-_MAPPING_ATTRIBUTES = {"axis", "element", "in_slice", "lane", "packet", "slice", "split_time", "tile_time", "time"}
-_TEXT_ATTRIBUTES = {"config", "dtype", "guard", "int_width", "mode", "op", "operand", "rf", "zero_point"}
+_TEXT_ATTRIBUTES = {"acc", "config", "dtype", "guard", "int_width", "mode", "op", "operand", "rf", "zero_point"}
 _COUNT_ATTRIBUTES = {"flits", "in_cols", "in_rows", "iterations", "moved", "out_rows", "packets_per_col", "ratio",
-                     "ring", "steps", "valid_size"}  # fmt: skip
+                     "ring", "in_steps", "valid_size"}  # fmt: skip
 
 
 def _check_expressions(body: dict) -> None:
@@ -56,9 +56,10 @@ def _check_expressions(body: dict) -> None:
 
 def _check_engines(command: dict, bad: Callable[[str, str], Malformed]) -> None:
     """A Tensor Unit command starts at its fetch (with a fetch sequencer), only its last stage may end the
-    pipeline (`stages.ENDS`), and its engines' mappings, printed values and counts have the types the
-    engines read. Whether the stages may follow one another is the simulator's check (a fault naming the
-    command), as it is the language's."""
+    pipeline (`stages.ENDS`), its engines' layout fields are the ones their records declare
+    (`configs/layouts.py`), and its printed values and counts have the types the engines read. Whether
+    the stages may follow one another is the simulator's check (a fault naming the command), as it is
+    the language's."""
     engines = command["engines"]
     if command["fetch"] is None or not engines or engines[0]["stage"] != "fetch":
         raise bad(".engines", "a Tensor Unit command starts with its `fetch` stage and has a fetch sequencer")
@@ -66,9 +67,12 @@ def _check_engines(command: dict, bad: Callable[[str, str], Malformed]) -> None:
         if config["stage"] in ENDS:
             raise bad(f".engines[{k}].stage", f"`{config['stage']}` ends a pipeline; it can only be the last stage")
     for k, config in enumerate(engines):
+        record = LAYOUTS.get(config["stage"])
+        for field in record.fields if record is not None else ():
+            problem = "is missing" if field.name not in config else field.problem(config[field.name])
+            if problem is not None:
+                raise bad(f".engines[{k}].{field.name}", problem)
         for key, value in config.items():
-            if key in _MAPPING_ATTRIBUTES and not (isinstance(value, str) and value[:1] == "[" and value[-1:] == "]"):
-                raise bad(f".engines[{k}].{key}", f"{_shown(value)} is not a mapping `[…]`")
             if key in _TEXT_ATTRIBUTES and not isinstance(value, str):
                 raise bad(f".engines[{k}].{key}", f"{_shown(value)} is not a printed value (a string)")
             if key in _COUNT_ATTRIBUTES and not (is_int(value) and 0 <= value <= RNGD.max_entry_iterations):

@@ -32,12 +32,13 @@ from furiosa_opt.compiler.lower.loops import plan_loops
 from furiosa_opt.compiler.lower.opcodes import DMA_OPS, GATHER_OPS, PCOPY_OPS, SCATTER_OPS, VIEW_OPS
 from furiosa_opt.compiler.lower.placement import place_in_fitting_order
 from furiosa_opt.compiler.lower.syncs import with_syncs
+from furiosa_opt.compiler.lower.walks import ChainLayouts
 from furiosa_opt.compiler.replay import REPLAY, region_end, replay_objects
 from furiosa_opt.compiler.visa import format_attr
 from furiosa_opt.diagnostics import Location, VerifyError
 from furiosa_opt.dtypes import fill_pattern
 from furiosa_opt.lang.tensors import DmTensor, HbmTensor, Tensor, TensorView, TrfTensor, VrfTensor
-from furiosa_opt.mapping import m, views
+from furiosa_opt.mapping import Mapping, m, views
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.scalar import Scalar
@@ -96,6 +97,7 @@ class _Lowering:
         self.where: dict[str, Location | None] = {}
         self.commands: list[Command] = []
         self.pending: list[_Pending] = []
+        self.chain = ChainLayouts()  # the layouts of the pipeline being filled, as its engines see them
         self.producer = {v.name: op for op in self.ir.ops for v in op.results}
         self.op_index = {id(op): i for i, op in enumerate(self.ir.ops)}
         self._names: dict[int, str] | None = None  # id(object) → value name, for layouts
@@ -423,8 +425,8 @@ class _Lowering:
             for k, name in enumerate(begin.operands if pair_mode else ()):
                 self.moving(command, f"fetch.interleave.{k}", self.objects[name])
         with _at(terminal):
+            self.chain = ChainLayouts()
             command.engines = [self.engine(op) for op in chain[1:]]
-            command.engines[0]["element"] = format_attr(view.element)  # what the fetch reads: the view's element
             if terminal.opcode in ("commit", "commit_view"):
                 self.fill_commit(terminal, command)
 
@@ -447,12 +449,13 @@ class _Lowering:
     def engine(self, op: visa.Op) -> dict:
         """A stage's config: its attributes as vISA prints them, and `rf`, the register-file buffer it
         reads when it takes one (a TRF for `contract_outer`, a VRF for a Vector Engine operand)."""
-        config = {"stage": op.opcode, **{k: format_attr(v) for k, v in op.attrs}}
+        config = {"stage": op.opcode, **{k: format_attr(v) for k, v in op.attrs if not isinstance(v, Mapping)}}
         operands = [self.base_of(name) for name in op.operands[1:] if name in self.of_value]
         if operands:
             config["rf"] = operands[0]
         if op.opcode in DERIVED:  # what the engine needs beyond the attributes (switch routing, transpose sizes)
             config.update(DERIVED[op.opcode](self.objects[op.operands[0]], op))
+        config.update(self.chain.fields(op, self.objects, self.objects[op.operands[1]] if operands else None))
         return config
 
 

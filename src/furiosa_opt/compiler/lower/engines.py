@@ -1,13 +1,14 @@
 """What an engine config holds beyond its stage's vISA attributes: the parameters the compiler derives for
 the engines that need them, from the same rules that accepted the stage (`verify/`).
 
-* `switch`: the input Slice, the ring size, the input's time steps and flits per packet and, for
+* `switch`: the ring size, the input's time steps and flits per packet and, for
   `CustomBroadcast`, the routing — for each output slice, the input slice it reads at each of the
   innermost `moved` output time steps (upstream's snoop bitmap), flattened row by row, -1 where the
   output is padding.
-* `vector_intra_slice_reduce`: the Slice, since which cells are padding may differ between slices.
-* `vector_inter_slice_reduce`: the input Slice, its time steps and the reduction ratio (slices folded
-  into one, the ring the reducer's tail crosses).
+* `vector_inter_slice_reduce`: the input's time steps and the reduction ratio (slices folded into one,
+  the ring the reducer's tail crosses).
+
+The layouts every stage moves its stream by (boxes and walks) come from `walks.py`.
 * `transpose`: the Transpose Engine's `in_rows`, `in_cols`, `out_rows`, `packets_per_col`, `valid_size`
   and `iterations`.
 """
@@ -19,7 +20,6 @@ from dataclasses import asdict
 
 from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler import visa
-from furiosa_opt.compiler.visa import format_attr
 from furiosa_opt.verify.switch import check_switch
 from furiosa_opt.verify.transpose import check_transpose
 from furiosa_opt.verify.vector import check_inter_slice_reduce
@@ -29,7 +29,7 @@ def _switch(stream, op: visa.Op) -> dict:
     in_slice = stream.spatial[2]
     routing = check_switch(op.attr("config"), in_slice, stream.time, op.attr("slice"), op.attr("time"))
     flits = -(-stream.dtype.nbytes(stream.packet.size) // RNGD.flit_bytes)
-    config = {"in_slice": format_attr(in_slice), "ring": routing.ring, "steps": stream.time.size, "flits": flits}
+    config = {"ring": routing.ring, "in_steps": stream.time.size, "flits": flits}
     if routing.sources is not None:
         config.update(moved=routing.sources.shape[1], sources=routing.sources.ravel().tolist())
     return config
@@ -38,11 +38,7 @@ def _switch(stream, op: visa.Op) -> dict:
 def _inter_slice_reduce(vector, op: visa.Op) -> dict:
     stream = vector.stream
     ratio = check_inter_slice_reduce(stream.spatial[2], stream.time, op.attr("slice"), op.attr("time"))
-    return {"in_slice": format_attr(stream.spatial[2]), "steps": stream.time.size, "ratio": ratio}
-
-
-def _intra_slice_reduce(vector, op: visa.Op) -> dict:
-    return {"in_slice": format_attr(vector.stream.spatial[2])}
+    return {"in_steps": stream.time.size, "ratio": ratio}
 
 
 def _transpose(stream, op: visa.Op) -> dict:
@@ -52,6 +48,5 @@ def _transpose(stream, op: visa.Op) -> dict:
 DERIVED: dict[str, Callable[[object, visa.Op], dict]] = {
     "switch": _switch,
     "transpose": _transpose,
-    "vector_intra_slice_reduce": _intra_slice_reduce,
     "vector_inter_slice_reduce": _inter_slice_reduce,
 }

@@ -1,0 +1,76 @@
+"""The layout fields of the engine configs: live boxes and walks (`sim/walk.py` says how they are read,
+`compiler/lower/walks.py` how stage 2 derives them from the mappings).
+
+Every stage that gives the stream a new layout holds its `steps`, `lanes` and `live` box; a stage that moves
+the stream into it holds the walk (`walk`, or `table` where a layout is not a mixed-radix split); a
+register-file store holds the walk into the file and the file's `target` box; a Vector Engine stage with
+a register-file port holds the walks of the VRF tensor (`rf_*`) and of the stash (`stash_*`) into the
+stream (empty when its operand reads neither); the contraction's and the reducers' folds hold the walks
+of their terms into `[outputs, reduced]` and the count of reduced terms.
+"""
+
+from __future__ import annotations
+
+from furiosa_opt.configs.fields import Field, Record
+from furiosa_opt.stages import STAGES
+
+MAX_DIGITS = 32  # digits a box or loops a walk may hold: the format's bound, far above any layout's
+MAX_TABLE = 1 << 24  # positions a table may list
+
+_BOX = 2 * MAX_DIGITS
+STEPS = Field("steps", 32, "the stream's Time positions after the stage (pair mode: both groups')")
+LANES = Field("lanes", 32, "the stream's Packet positions after the stage")
+LIVE = Field("live", 32, "the box of the stream's layout `[Time, Packet]` after the stage: `extent, live` per "
+             "digit, outermost first", repeat=_BOX)  # fmt: skip
+_SHAPE = (STEPS, LANES, LIVE)
+
+
+def walk_fields(prefix: str, what: str) -> tuple[Field, Field]:
+    """The walk moving `what` (its loops `size, stride` over the source's positions, outermost first) and
+    the table used instead where a layout is not a mixed-radix split (source position per destination
+    position, -1 at padding; empty when the walk is given)."""
+    return (
+        Field(f"{prefix}walk", 32, f"{what}: loops `size, stride` over the source positions", repeat=2 * MAX_DIGITS),
+        Field(f"{prefix}table", 32, f"{what}: source position per position, -1 at padding", True, MAX_TABLE),
+    )
+
+
+_MOVE = walk_fields("", "the walk of the stream into its new layout")
+_PORTS = (
+    *walk_fields("rf_", "the VRF tensor walked into the stream (empty: the operand reads none)"),
+    *walk_fields("stash_", "the stash walked into the stream (empty: the operand reads none)"),
+)
+_FOLD = (
+    Field("terms", 32, "the box of the fold's terms `[outputs, reduced]`: a term at padding is skipped", repeat=_BOX),
+    Field("reduced", 32, "terms each output folds, in order"),
+)
+_RELAYOUTS = ("collect", "cast", "commit_trim", "vector_intra_slice_unzip", "vector_narrow_split",
+              "vector_narrow_trim", "vector_widen_concat", "vector_widen_pad")  # fmt: skip
+_NEW_LAYOUT = ("fetch", "transpose", "vector_logic_zip", "vector_fxp_zip", "vector_fp_zip", "vector_clip_zip")
+
+
+def _records() -> dict[str, Record]:
+    records = {stage: Record(stage, (*_MOVE, *_SHAPE)) for stage in _RELAYOUTS}
+    records.update({stage: Record(stage, _SHAPE) for stage in _NEW_LAYOUT})
+    slices = Field("in_slices", 32, "the input's slices per cluster")
+    records["switch"] = Record("switch", (slices, *_SHAPE))
+    target = Field("target", 32, "the box of the register file's layout inside a slice", repeat=_BOX)
+    records.update({stage: Record(stage, (*_MOVE, target)) for stage in ("to_trf", "to_vrf")})
+    records.update({s.name: Record(s.name, _PORTS) for s in STAGES.values() if s.rf == "vrf"})
+    lhs = walk_fields("lhs_", "the stream walked into the fold's terms")
+    rhs = walk_fields("rhs_", "the TRF tensor walked into the fold's terms")
+    records["contract_lane"] = Record("contract_lane", (*lhs, *rhs, *_FOLD, *_MOVE, *_SHAPE))
+    reducer = (
+        *_MOVE,
+        *_FOLD,
+        slices,
+        Field("slices", 32, "the output's slices per cluster"),
+        Field("source", 32, "the box of each cluster's input `[Slice, Time, Packet]`", repeat=_BOX),
+        Field("target", 32, "the box of each cluster's output `[Slice, Time, Packet]`", repeat=_BOX),
+        *_SHAPE,
+    )
+    records.update({s: Record(s, reducer) for s in ("vector_intra_slice_reduce", "vector_inter_slice_reduce")})
+    return records
+
+
+RECORDS: dict[str, Record] = _records()

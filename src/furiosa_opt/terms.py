@@ -1,0 +1,61 @@
+"""The arithmetic of the exact folds, shared by the CPU backend and the simulator: sums of products and
+reduces, one term at a time in the order given, from zero (or the reducer's identity).
+
+Upstream folds every output this way (`contraction_prewidened`, `reduce`): no FMA and no pairwise sums, so
+f32 results depend on the order, and integers wrap. Which values are the terms, and in what order, each
+caller derives on its own: the CPU backend from the mappings (`fold.py`), the simulator from the walks
+stage 2 wrote (`sim/walk.py`).
+
+    fold_products(zip(lhs_terms, rhs_terms), np.float32)   # Σ lhs·rhs, in order
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+from furiosa_opt import dtypes
+from furiosa_opt.dtypes import DType
+
+
+def fold_products(terms: Iterable[tuple[np.ndarray, np.ndarray]], acc: np.dtype) -> np.ndarray:
+    """`Σ a·b` over the terms in order, from zero, in the accumulator's type (operands already widened)."""
+    total = np.zeros((), dtype=acc)
+    with np.errstate(all="ignore"):
+        for a, b in terms:
+            total = total + a * b
+    return total
+
+
+def fold_terms(lhs: np.ndarray, rhs: np.ndarray, live: np.ndarray, acc: np.dtype) -> np.ndarray:
+    """[batch, outputs]: `Σ lhs·rhs` of `lhs` and `rhs` [batch, outputs · reduced] (each output's terms
+    innermost, in order) over the terms `live` [outputs, reduced] marks, one term at a time from zero."""
+    outputs, reduced = live.shape
+    left, right = lhs.reshape(lhs.shape[0], outputs, reduced), rhs.reshape(rhs.shape[0], outputs, reduced)
+    total = np.zeros((max(lhs.shape[0], rhs.shape[0]), outputs), dtype=acc)
+    with np.errstate(all="ignore"):
+        for r in np.flatnonzero(live.any(axis=0)):
+            total = np.where(live[:, r], total + left[..., r] * right[..., r], total)
+    return total
+
+
+def reduce_terms(
+    terms: np.ndarray, live: np.ndarray, out_live: np.ndarray | None, step: Callable, identity
+) -> np.ndarray:
+    """[batch, outputs]: each output folds `acc = step(acc, x)` from `identity` over its `terms` [batch,
+    outputs, reduced] where `live` [outputs, reduced] says the term is a value, one term at a time in
+    order; outputs `out_live` marks as padding hold `identity`."""
+    acc = np.full(terms.shape[:2], identity, dtype=terms.dtype)
+    with np.errstate(all="ignore"):
+        for r in np.flatnonzero(live.any(axis=0)):  # a term no output reads is skipped
+            acc = np.where(live[:, r], step(acc, terms[:, :, r]), acc).astype(terms.dtype, copy=False)
+    return acc if out_live is None else np.where(out_live, acc, np.asarray(identity, dtype=terms.dtype))
+
+
+def widener(acc: DType, operand: DType) -> Callable[[np.ndarray], np.ndarray]:
+    """How both operands widen to the accumulator: integers to i32, floats (bf16, f8) to f32 with the
+    hardware rules."""
+    if acc == dtypes.i32:
+        return dtypes.widen_int
+    return lambda values: dtypes.to_f32(values, operand)
