@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from furiosa_opt.diagnostics import VerifyError
+from furiosa_opt.programs import BY_NAME
 
 # operator name → (Python operator, text); `sel` is `select`
 _BINARY: dict[str, Callable[[int, int], int]] = {
@@ -156,6 +157,18 @@ class Scalar:
         if self.op in ("div", "mod") and np.any(values[1] == 0):
             raise ZeroDivisionError(f"{self!r} divides by zero")
         return np.broadcast_to(_BINARY[self.op](*values), (count,)).astype(np.int64)
+
+    def program(self, levels: Sequence[str]) -> list[int]:
+        """Its runtime program (`furiosa_opt.programs`: how the EDF holds it), loop level k being the loop
+        whose index is `levels[k]`; ValueError if it reads another index."""
+        if self.op == "index":
+            if self.args[0] not in levels:
+                raise ValueError(f"{self!r} reads {self.args[0]}, not an index of the loops {list(levels)}")
+            return [BY_NAME["index"].code, list(levels).index(self.args[0])]
+        code = []
+        for arg in self.args:
+            code += arg.program(levels) if isinstance(arg, Scalar) else [BY_NAME["const"].code, int(arg)]
+        return [*code, BY_NAME[self.op].code]
 
     def values(self) -> list[int]:
         """Every value it takes over its loops' ranges (refused past MAX_COMBINATIONS index tuples)."""
