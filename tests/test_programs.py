@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import itertools
 import operator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -133,6 +134,9 @@ def test_the_opcode_table_is_one_table():
     assert len(BY_NAME) == len(BY_CODE) == len(OPCODES)
     assert {op.name for op in OPCODES} == {"const", "index", "sel", *OPERATIONS}  # every Scalar operation
     assert all(op.meaning and (op.apply is None) == (op.immediates == 1) for op in OPCODES)
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "edf.md").read_text()
+    for op in OPCODES:  # docs/edf.md, "Runtime programs", says what the table says
+        assert f"| {op.code} | `{op.name}` | {op.immediates} | {op.pops} | {op.meaning} |" in doc, op
 
 
 @pytest.mark.parametrize(

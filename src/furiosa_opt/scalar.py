@@ -1,6 +1,7 @@
 """Runtime scalars: a device loop's index and the expressions kernels build on it (`i * 16`, `i == 0`),
-as the kernel language traces them, the vISA and the EDF print them (`scalar(eq %3@2 0)`), and the
-simulator evaluates them per pass. The bottom layer: the language, the compiler and the simulator read it.
+as the kernel language traces them and the vISA prints them (`scalar(eq %3@2 0)`). Stage 2 encodes one into
+the runtime program the LIR and the EDF hold (`Scalar.program`, `furiosa_opt.programs`), which the EDF reader
+and the simulator run without this module. The bottom layer: the language and the compiler read it.
 """
 
 from __future__ import annotations
