@@ -1,18 +1,20 @@
 """Runtime scalars: a device loop's index and the expressions kernels build on it (`i * 16`, `i == 0`),
-as the kernel language traces them, the vISA and the EDF print them (`scalar(eq %3@2 0)`), and the
-simulator evaluates them per pass. The bottom layer: the language, the compiler and the simulator read it.
+as the kernel language traces them and the vISA prints them (`scalar(eq %3@2 0)`). Stage 2 encodes one into
+the runtime program the LIR and the EDF hold (`Scalar.program`, `furiosa_opt.programs`), which the EDF reader
+and the simulator run without this module. The bottom layer: the language and the compiler read it.
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from furiosa_opt.diagnostics import VerifyError
+from furiosa_opt.programs import BY_NAME
 
 # operator name → (Python operator, text); `sel` is `select`
 _BINARY: dict[str, Callable[[int, int], int]] = {
@@ -156,6 +158,18 @@ class Scalar:
         if self.op in ("div", "mod") and np.any(values[1] == 0):
             raise ZeroDivisionError(f"{self!r} divides by zero")
         return np.broadcast_to(_BINARY[self.op](*values), (count,)).astype(np.int64)
+
+    def program(self, levels: Sequence[str]) -> list[int]:
+        """Its runtime program (`furiosa_opt.programs`: how the EDF holds it), loop level k being the loop
+        whose index is `levels[k]`; ValueError if it reads another index."""
+        if self.op == "index":
+            if self.args[0] not in levels:
+                raise ValueError(f"{self!r} reads {self.args[0]}, not an index of the loops {list(levels)}")
+            return [BY_NAME["index"].code, list(levels).index(self.args[0])]
+        code = []
+        for arg in self.args:
+            code += arg.program(levels) if isinstance(arg, Scalar) else [BY_NAME["const"].code, int(arg)]
+        return [*code, BY_NAME[self.op].code]
 
     def values(self) -> list[int]:
         """Every value it takes over its loops' ranges (refused past MAX_COMBINATIONS index tuples)."""

@@ -13,6 +13,7 @@ from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.driver import compile_kernel
 from furiosa_opt.compiler.edf import EdfError, read_edf, write_edf
 from furiosa_opt.diagnostics import FuriosaOptError
+from furiosa_opt.programs import BY_NAME
 
 KERNEL = "base_template.kernel.constant_add_kernel.constant_add_kernel"
 
@@ -148,18 +149,45 @@ def test_kept_loops_guards_and_runtime_offsets():
     refused_loop(lambda b: b["loops"].append(dict(b["loops"][0])), "loops[1]", "overlap")
     refused_loop(lambda b: b["loops"][0].update(last=10**6), "loops[0]", "the end")
     refused_loop(lambda b: b["loops"].clear(), "a runtime value outside a kept loop")
-    refused_loop(lambda b: loop_command(b, "memset").update(guard="scalar(eq %99@3 1)"), ".guard", "its loop's index")
-    refused_loop(lambda b: loop_command(b, "memset").update(guard="scalar(eq"), ".guard", "unbalanced")
+
+    def memset_guard(program):
+        return lambda b: loop_command(b, "memset").update(guard=program)
+
+    refused_loop(memset_guard(code("index", 1, "const", 1, "eq")), "body.streams.sub[1].guard:", "reads loop level 1",
+                 "inside 1 kept loop")  # fmt: skip
+    refused_loop(memset_guard(code("const", 1)), ".guard", "`1` does not read its loop's index")
+    refused_loop(memset_guard(f"scalar(eq {loop.index}@3 1)"), ".guard: expected a list, found a string")
+    refused_loop(memset_guard([*code("index", 0), 99]), ".guard", "unknown opcode 99 at 2")
+    refused_loop(memset_guard(code("index", 0, "add")), ".guard", "`add` at 2 takes 2 values; the stack holds 1")
+    refused_loop(memset_guard(code("index", 0, "index", 0)), ".guard", "leaves 2 values on the stack, not one")
+    refused_loop(memset_guard([]), ".guard", "leaves 0 values")
+    refused_loop(memset_guard(code("index", 0, "const")), ".guard", "`const` at 2 needs 1 integer after it")
+    refused_loop(memset_guard(code("index", 0, "const", 1 << 63, "eq")), "constant 9223372036854775808 at 3")
+    long = code("index", 0, *["const", 1, "add"] * 90)
+    refused_loop(memset_guard(long), ".guard", "272 integers; a program holds at most 256")
+    refused_loop(memset_guard(code(*["index", 0] * 33, *["add"] * 32)), "`index` at 64 makes 33 values on the stack")
+
+    def first_offset(body, kind):  # the program of the command's first runtime offset
+        return loop_command(body, kind)["offsets"][0][1]
+
     refused_loop(lambda b: loop_command(b, "exec")["offsets"][0].__setitem__(0, "dma.src_base"), "not an address")
-    refused_loop(lambda b: loop_command(b, "exec")["offsets"][0].__setitem__(1, "scalar(mul %3@3 %3@3 0)"),
-                 "`mul` takes 2 operands, got 3")  # fmt: skip
-    far = f"scalar(mul {loop.index}@3 {1 << 40})"  # the second pass's fetch leaves DM
+    refused_loop(lambda b: first_offset(b, "exec").append(BY_NAME["mul"].code),
+                 "body.streams.main[1].offsets[0][1]: `mul` at 8 takes 2 values; the stack holds 1")  # fmt: skip
+    refused_loop(lambda b: first_offset(b, "memset").extend(code("index", 2, "add")),
+                 "body.streams.sub[1].offsets[0][1]: `index` at 11 reads loop level 2")  # fmt: skip
+    far = code("index", 0, "const", 1 << 40, "mul")  # the second pass's fetch leaves DM
     refused_loop(lambda b: loop_command(b, "exec")["offsets"][0].__setitem__(1, far), "fetch.base", "outside DM")
     refused_loop(lambda b: loop_command(b, "memset")["offsets"][0].__setitem__(1, far), "fill.base", "outside")
-    zero = f"scalar(div 1 (mul {loop.index}@3 0))"
-    refused_loop(lambda b: loop_command(b, "memset")["offsets"][0].__setitem__(1, zero), "divides by zero")
-    refused_loop(lambda b: loop_command(b, "memset").update(guard=zero), ".guard", "divides by zero")
+    zero = code("const", 1, "index", 0, "const", 0, "mul", "div")
+    refused_loop(lambda b: loop_command(b, "memset")["offsets"][0].__setitem__(1, zero),
+                 f"`1 // ({loop.index} * 0)` divides by zero")  # fmt: skip
+    refused_loop(memset_guard(zero), ".guard", "divides by zero")
     refused_loop(lambda b: next(x for x in b["buffers"] if x["slots"] == 2).update(slots=3), ".slots")
+
+
+def code(*items: str | int) -> list[int]:
+    """A runtime program from opcode names and immediates: `code("index", 0, "const", 16, "mul")`."""
+    return [BY_NAME[item].code if isinstance(item, str) else item for item in items]
 
 
 def test_syncs_that_deadlock_are_refused():

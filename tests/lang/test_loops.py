@@ -13,6 +13,7 @@ from furiosa_opt import *
 from furiosa_opt.compiler.driver import compile_kernel
 from furiosa_opt.compiler.replay import replay
 from furiosa_opt.compiler.visa import parse_kernel, print_kernel
+from furiosa_opt.programs import describe, evaluate
 from furiosa_opt.scalar import Scalar, parse_scalar
 
 A, B = axes(A=256, B=32)
@@ -136,10 +137,10 @@ def test_the_vISA_carries_the_value_and_replays_to_itself():
     assert region.first <= commit.index <= region.last and region.count == 5 and result.lir.unrolled == []
     (carried,) = [b for b in result.lir.buffers if b.slots == 2]  # the carried DM: two places, used in turn
     assert commit.inputs == commit.outputs == [carried.name]
-    assert dict(commit.offsets) == {
-        "fetch.base": f"scalar(mul (mod {region.index}@5 2) {carried.bytes})",
-        "commit.base": f"scalar(mul (sub 1 (mod {region.index}@5 2)) {carried.bytes})",
-    }
+    offsets = {path: evaluate(program, [np.arange(5)]).tolist() for path, program in commit.offsets}
+    size = carried.bytes  # pass k reads slot k mod 2 and writes the other
+    assert offsets == {"fetch.base": [0, size, 0, size, 0], "commit.base": [size, 0, size, 0, size]}
+    assert describe(dict(commit.offsets)["fetch.base"], [region.index]) == f"{region.index} % 2 * {size}"
 
 
 @device(chip=1)

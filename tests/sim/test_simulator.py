@@ -145,6 +145,7 @@ def test_the_simulator_runs_alone_in_a_subprocess(tmp_path):
     assert (tmp_path / "out.bin").read_bytes() == expected[0]
     assert "furiosa_opt.sim.machine" in modules
     assert not [m for m in modules if m.startswith(("furiosa_opt.lang", "furiosa_opt.backend"))]
+    assert "furiosa_opt.scalar" not in modules  # guards and runtime offsets arrive as programs, not text to parse
 
 
 def test_the_simulator_command_reports_bad_files(tmp_path):

@@ -15,6 +15,7 @@ from backends import backend
 from furiosa_opt import *
 from furiosa_opt.compiler.driver import compile_kernel
 from furiosa_opt.compiler.visa import parse_kernel, print_kernel
+from furiosa_opt.programs import describe, evaluate
 
 W = Axis("W", 1024)  # runtime_if.rs
 A, B = axes(A=512, B=32)  # runtime_if_scalar.rs
@@ -101,9 +102,13 @@ def test_the_vISA_keeps_the_loop_and_stage_two_keeps_or_unrolls_it(kernel):
     assert result.lir.unrolled == [] and region.count == 2
     if kernel is runtime_if_two_outputs:  # each arm once, guarded by the runtime condition
         assert body.count("if") == body.count("end_if") == 2 and body.count("commit_view") == 2
-        assert [c.guard for c in moves] == [f"scalar(eq {region.index}@2 0)", f"scalar(ne {region.index}@2 0)"]
+        passes = [np.arange(2)]
+        assert [evaluate(c.guard, passes).tolist() for c in moves] == [[1, 0], [0, 1]]  # pass 0, then pass 1
+        assert [describe(c.guard, [region.index]) for c in moves] == [f"{region.index} == 0", f"{region.index} != 0"]
         assert all(c.offsets == [] for c in moves)
     else:  # one copy whose two views move 16 bytes per pass: the second half of B on pass 1
         (move,) = moves
         assert move.guard is None
-        assert move.offsets == [[side, f"scalar(mul {region.index}@2 16)"] for side in ("dma.src_base", "dma.dst_base")]
+        assert [path for path, _ in move.offsets] == ["dma.src_base", "dma.dst_base"]
+        assert [evaluate(program, [np.arange(2)]).tolist() for _, program in move.offsets] == [[0, 16], [0, 16]]
+        assert [describe(program, [region.index]) for _, program in move.offsets] == [f"{region.index} * 16"] * 2

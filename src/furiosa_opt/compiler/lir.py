@@ -192,8 +192,10 @@ class Command:
     waits: list[int] = field(default_factory=list)  # sync: the commands (other contexts) waited for
     fill: FillWalk | None = None  # memset
     indirect: IndirectWalk | None = None  # gather / scatter
-    guard: str | None = None  # in a kept loop: the runtime condition (`scalar(…)`) under which it runs
-    offsets: list[list[str]] = field(default_factory=list)  # [config path, runtime byte offset `scalar(…)`]
+    # In a kept loop, runtime programs (`furiosa_opt.programs`, over the loop's index as level 0): the condition
+    # under which a pass runs it, and (config path, byte offset) added per pass to an address of its configs.
+    guard: list[int] | None = None
+    offsets: list[tuple[str, list[int]]] = field(default_factory=list)
 
 
 @dataclass

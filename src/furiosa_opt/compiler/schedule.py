@@ -17,7 +17,7 @@ import numpy as np
 
 from furiosa_opt.compiler.lir import Command, Lir, LoopRegion, overlapping
 from furiosa_opt.compiler.resource import Costed, cost, inter_slice_reduce_cycles, switch_cycles, transpose_cycles
-from furiosa_opt.scalar import parse_scalar
+from furiosa_opt.programs import describe, evaluate
 from furiosa_opt.switch import parse_switch_config
 
 LANES = {"main": "Main", "sub": "Sub", "ve": "VE", "tdma": "TDMA", "pdma": "PDMA"}
@@ -112,7 +112,8 @@ def passes(commands: list[Command], loop: LoopRegion | None) -> list[tuple[froze
     guarded = [c.index for c in commands if c.guard]
     if not guarded:
         return [(frozenset(), loop.count)]
-    runs = np.stack([parse_scalar(c.guard).on_passes(loop.index, loop.count) != 0 for c in commands if c.guard])
+    index = [np.arange(loop.count, dtype=np.int64)]  # loop level 0
+    runs = np.stack([evaluate(c.guard, index) != 0 for c in commands if c.guard])
     patterns, first, counts = np.unique(runs, axis=1, return_index=True, return_counts=True)
     order = np.argsort(first)  # pass 0's first
     return [(frozenset(i for i, runs_it in zip(guarded, patterns[:, p], strict=True) if not runs_it), int(counts[p]))
@@ -209,7 +210,8 @@ def _description(slot: Slot, loop: LoopRegion | None) -> str:
     notes = [*slot.costed.notes]
     if loop is not None:  # the slot is pass 0's
         notes.append(
-            f"device loop {loop.index}: pass 0 of {loop.count}" + (f", when {command.guard}" * bool(command.guard))
+            f"device loop {loop.index}: pass 0 of {loop.count}"
+            + (f", when {describe(command.guard, [loop.index])}" if command.guard else "")
         )
     note = f" ({'; '.join(notes)})" if notes else ""
     return f"{stages} [{command.context}]{note}{where}"

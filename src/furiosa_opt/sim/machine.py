@@ -20,7 +20,7 @@ from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.dtypes import dtype_by_name
 from furiosa_opt.mapping import Axis, MappingError
 from furiosa_opt.mapping.parse import parse
-from furiosa_opt.scalar import parse_scalar
+from furiosa_opt.programs import evaluate
 from furiosa_opt.sim.memory import Fault, Memories
 from furiosa_opt.sim.tensor_unit import TensorUnit, Unsupported
 
@@ -53,9 +53,9 @@ def commands_run(edf: Edf) -> Iterator[Command]:
 
 def _runtime(command: Command, loop: LoopRegion) -> tuple[np.ndarray | None, list[tuple[str, np.ndarray]]]:
     """(whether each pass runs the command, or None: every pass; each runtime offset on each pass)."""
-    passes = (loop.index, loop.count)
-    runs = parse_scalar(command.guard).on_passes(*passes) != 0 if command.guard else None
-    return runs, [(path, parse_scalar(text).on_passes(*passes)) for path, text in command.offsets]
+    passes = [np.arange(loop.count, dtype=np.int64)]  # loop level 0: the kept loop's index
+    runs = evaluate(command.guard, passes) != 0 if command.guard else None
+    return runs, [(path, evaluate(program, passes)) for path, program in command.offsets]
 
 
 def _moved(command: Command, offsets: list[tuple[str, np.ndarray]], k: int) -> Command:

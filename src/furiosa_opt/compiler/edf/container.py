@@ -318,8 +318,8 @@ def _command_of(record: dict, context: str, loc: str | None) -> Command:
         list(record["waits"]),
         walk(FillWalk, "fill"),
         walk(IndirectWalk, "indirect"),
-        record["guard"],
-        [list(offset) for offset in record["offsets"]],
+        None if record["guard"] is None else list(record["guard"]),
+        [(path, list(program)) for path, program in record["offsets"]],
     )
 
 

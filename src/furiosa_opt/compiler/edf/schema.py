@@ -67,8 +67,8 @@ _COMMAND = {
     "waits": [int],
     "fill": Optional(_FILL),
     "indirect": Optional(_INDIRECT),
-    "guard": Optional(str),
-    "offsets": [(str, str)],
+    "guard": Optional([int]),
+    "offsets": [(str, [int])],
 }
 _LEAF = {"name": str, "path": str, "kind": str, "dtype": str, "levels": [str], "bytes": int, "buffer": str}
 _BUFFER = {

@@ -1,5 +1,6 @@
 """How an EDF's commands run, checked before anything runs: kept loops and their runtime values (guards and
-address offsets, read from the loop's index alone) and the syncs between the streams (no deadlock)."""
+address offsets: programs of `furiosa_opt.programs` over the loop's index alone) and the syncs between the
+streams (no deadlock)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from furiosa_opt import programs
 from furiosa_opt.compiler.edf.schema import CONTEXTS, Malformed
-from furiosa_opt.scalar import Scalar, parse_scalar
 
 MAX_LOOP_PASSES = 1 << 20  # a reader bound: the passes a kept loop's runtime offsets are checked at
 OFFSET_PATHS = ("dma.src_base", "dma.dst_base", "fill.base", "fetch.base", "commit.base", "fetch.interleave.0",
@@ -22,8 +23,8 @@ def loop_of(body: dict) -> dict[int, dict]:
 
 def check_loops(body: dict) -> None:
     """Kept loops in command order, apart, each over commands of the file with a pass count the reader
-    bounds; a guard or runtime offset only inside a loop, reading that loop's index alone, at a config
-    address the command has."""
+    bounds; a guard or runtime offset only inside a loop, a valid program (`programs.problem`) reading that
+    loop's index (level 0, the only one), at a config address the command has, dividing by no zero."""
     indices = sorted(c["index"] for stream in body["streams"].values() for c in stream)
     last = -1
     for k, loop in enumerate(body["loops"]):
@@ -38,22 +39,21 @@ def check_loops(body: dict) -> None:
         for i, command in enumerate(body["streams"][context]):
             where = f"body.streams.{context}[{i}]"
             loop = loops.get(command["index"])
-            texts = [(".guard", command["guard"])] if command["guard"] is not None else []
-            for k, (path, text) in enumerate(command["offsets"]):
-                texts.append((f".offsets[{k}]", text))
+            runtime = [(".guard", command["guard"])] if command["guard"] is not None else []
+            for k, (path, program) in enumerate(command["offsets"]):
+                runtime.append((f".offsets[{k}][1]", program))
                 if path not in OFFSET_PATHS or config_at(command, path) is None:
                     raise Malformed(f"{where}.offsets[{k}]: {path!r} is not an address of this command")
-            for field, text in texts:
+            for field, program in runtime:
                 if loop is None:
                     raise Malformed(f"{where}{field}: a runtime value outside a kept loop")
-                try:
-                    reads = parse_scalar(text).indices()
-                except (ValueError, RecursionError) as error:
-                    raise Malformed(f"{where}{field}: {error}") from None
-                if reads != {loop["index"]: loop["count"]}:
-                    raise Malformed(f"{where}{field}: {text!r} does not read its loop's index {loop['index']}")
+                problem = programs.problem(program, levels=1)
+                if problem is not None:
+                    raise Malformed(f"{where}{field}: {problem}")
+                if 0 not in programs.reads(program):
+                    raise Malformed(f"{where}{field}: {describe(program, loop)} does not read its loop's index")
                 if field == ".guard":
-                    pass_values(parse_scalar(text), loop, f"{where}{field}")
+                    pass_values(program, loop, f"{where}{field}")
 
 
 def config_at(command: dict, path: str) -> Any:
@@ -72,18 +72,23 @@ def config_at(command: dict, path: str) -> Any:
 def offset_ranges(command: dict, loop: dict | None) -> dict[str, tuple[int, int]]:
     """The least and greatest runtime offset of each address path over the loop's passes (none: 0)."""
     found: dict[str, tuple[int, int]] = {}
-    for path, text in command["offsets"]:
-        values = pass_values(parse_scalar(text), loop, f"command {command['index']}")
+    for path, program in command["offsets"]:
+        values = pass_values(program, loop, f"command {command['index']}")
         found[path] = (int(values.min()), int(values.max()))
     return found
 
 
-def pass_values(scalar: Scalar, loop: dict, where: str) -> np.ndarray:
-    """The runtime value on every pass of the loop."""
+def pass_values(program: list[int], loop: dict, where: str) -> np.ndarray:
+    """A checked program's value on every pass of the loop."""
     try:
-        return scalar.on_passes(loop["index"], loop["count"])
+        return programs.evaluate(program, [np.arange(loop["count"], dtype=np.int64)])
     except ZeroDivisionError:
-        raise Malformed(f"{where}: {scalar!r} divides by zero") from None
+        raise Malformed(f"{where}: {describe(program, loop)} divides by zero") from None
+
+
+def describe(program: list[int], loop: dict) -> str:
+    """A checked program as messages print it, its loop level named by the loop's index (`%3`)."""
+    return f"`{programs.describe(program, [loop['index']])}`"
 
 
 def check_syncs(body: dict) -> None:

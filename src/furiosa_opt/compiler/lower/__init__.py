@@ -145,7 +145,8 @@ class _Lowering:
         loc = _loc_text(op.loc, self.root)
         command = Command(len(self.commands), context, kind, self.op_index[id(op)], op.opcode, loc, inputs, outputs)
         if self.loop is not None and self.loop.guards:
-            command.guard = repr(math.prod(self.loop.guards[1:], start=self.loop.guards[0]))
+            guard = math.prod(self.loop.guards[1:], start=self.loop.guards[0])
+            command.guard = guard.program([self.loop.index.args[0]])
         self.commands.append(command)
         return command
 
@@ -271,7 +272,7 @@ class _Lowering:
         parts = [part for part in (self.shift(obj), self.travel(obj)) if isinstance(part, Scalar) or part]
         shift = parts[0] + parts[1] if len(parts) == 2 else parts[0] if parts else 0
         if isinstance(shift, Scalar):
-            command.offsets.append([path, repr(shift)])
+            command.offsets.append((path, shift.program([self.looped_index])))
 
     def lower_op(self, op: visa.Op) -> None:
         if op.opcode in VIEW_OPS:
