@@ -40,8 +40,8 @@ _COUNT_ATTRIBUTES = {"flits", "in_cols", "in_rows", "iterations", "moved", "out_
 
 
 def _check_expressions(body: dict) -> None:
-    """Every mapping and printed value a parser will read (buffer and table levels, engine attributes)
-    is one a compiler prints: no `{…}` Python escape, no special name, no string (`files.expression_problem`)."""
+    """Every mapping a parser will read (buffer and table levels, engine attributes' text) is one a
+    compiler prints: no `{…}` Python escape, no special name, no string (`files.expression_problem`)."""
     texts = [(f"body.buffers[{i}].levels", b["levels"]) for i, b in enumerate(body["buffers"])]
     texts += [(f"body.{t}[{i}].levels", x["levels"]) for t in ("arguments", "outputs") for i, x in enumerate(body[t])]
     for context in CONTEXTS:
