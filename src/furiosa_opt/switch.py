@@ -5,7 +5,8 @@ has a router on one ring, cut into sub-rings of `ring_size` slices that run in p
 states its pattern with the sizes of the input Slice's innermost sub-dimensions (`slice1`, `slice0`) and,
 where time is involved, of the input Time's innermost one (`time0`); `CustomBroadcast` lets the compiler
 derive the routing from the mappings and only states the ring size. The checks live in
-`verify/switch.py`; this module names the configs and prints and reads them as vISA and EDF carry them.
+`verify/switch.py`; this module names the configs, prints and reads them as vISA carries them, and gives
+them as the numbers of an EDF `switch` config (`fields`, `from_fields`; the variant coded by `KINDS`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
+from furiosa_opt.configs.codes import CodeTable
 from furiosa_opt.diagnostics import VerifyError
 
 # each variant's fields, in upstream's order
@@ -26,6 +28,8 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "TransposedBroadcast1": ("slice1", "slice0"),
     "CustomBroadcast": ("ring_size",),
 }
+KINDS: CodeTable[str] = CodeTable("SwitchConfig variant", tuple(VARIANTS))  # the EDF's `config` field
+FIELDS = ("slice1", "slice0", "time0", "ring_size")  # a variant's numbers in the EDF; 0 where it has none
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,3 +164,17 @@ def parse_switch_config(text: str) -> SwitchConfig:
     if tuple(values) != VARIANTS[match["kind"]] or not all(v.isascii() and v.isdigit() for v in values.values()):
         raise ValueError(f"`{text}` does not give SwitchConfig.{match['kind']} its fields {VARIANTS[match['kind']]}")
     return SwitchConfig(match["kind"], **{k: int(v) for k, v in values.items()})
+
+
+def fields(config: SwitchConfig) -> dict[str, int]:
+    """The config as an EDF `switch` config's numbers: `config` (the variant's code) and every one of
+    `FIELDS`, 0 where the variant has none."""
+    return {"config": KINDS.code(config.kind), **{name: config.values.get(name) or 0 for name in FIELDS}}
+
+
+def from_fields(numbers: dict) -> SwitchConfig:
+    """The config `fields` gave these numbers of; ValueError for an unknown variant code."""
+    kind = KINDS.value(numbers["config"])
+    if kind == "Forwarding":
+        return SwitchConfig.Forwarding
+    return SwitchConfig(kind, **{name: numbers[name] for name in VARIANTS[kind]})

@@ -71,13 +71,14 @@ def finds(bodies: list[dict]) -> list[dict]:
     """The EDFs this fuzzer found making the simulator raise before the reader checked them (e1d64a1, which
     kept no inputs: each is rebuilt here and raises the same on that build): a fetch stride of 2⁶³ (an
     OverflowError), a pipeline without its fetch (an AttributeError in sim/tensor_unit.py), an engine op
-    that is not a printed value (a TypeError in parse_op), a VRF buffer with three levels (a TypeError in
+    of the wrong type (then the integer 7 where text was read: a TypeError in parse_op; now that the op is
+    a code, the text "7"), a VRF buffer with three levels (a TypeError in
     mapping/algebra.py)."""
     add, mul = (bodies[SEEDS.index(KERNELS[name])] for name in ("constant_add", "elementwise_mul"))
     return [
         _edited(add, lambda b: _exec(b)["fetch"]["packet"][0].update(stride=1 << 63)),
         _edited(add, lambda b: _exec(b)["engines"].pop(0)),
-        _edited(add, lambda b: _exec(b)["engines"][4].update(op=7)),
+        _edited(add, lambda b: _exec(b)["engines"][4].update(op="7")),
         _edited(mul, lambda b: b["buffers"][4]["levels"].pop()),
     ]
 

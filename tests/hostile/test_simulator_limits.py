@@ -125,7 +125,8 @@ def test_the_trace_and_outputs_follow_a_successful_run_only(tmp_path):
 
 
 def test_an_engine_config_that_would_run_code_is_refused(tmp_path):
-    """A Vector Engine op value and a mapping `{…}` are evaluated by their parsers: from a file, refused."""
+    """Text where a Vector Engine op's code belongs is refused unread; a mapping `{…}`, which its parser
+    would evaluate, is refused from a file."""
     marker = tmp_path / "pwned"
 
     def op(body):
@@ -137,7 +138,7 @@ def test_an_engine_config_that_would_run_code_is_refused(tmp_path):
     def mapping(body):
         body["buffers"][0]["levels"][1] = f"A # {{open('{marker}', 'w') and 2048}}"
 
-    for edit, fragment in ((op, "which no printed value or mapping has"), (mapping, "Python expression")):
+    for edit, fragment in ((op, "not an integer"), (mapping, "Python expression")):
         one_line_error(simulate(tmp_path, rewrite(good_edf(), edit)), "malformed EDF", fragment)
         assert not marker.exists()
 

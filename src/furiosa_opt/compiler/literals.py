@@ -1,7 +1,7 @@
-"""Values as vISA attributes and EDF engine configs print them: numbers, `None`/`True`/`False`, dtypes,
-Switch configs, the Vector Engine's op values and operand pairs. Free of the kernel language, so the
-simulator reads engine configs with the same parser the vISA reader uses (`compiler/attrs.py` adds the
-contexts)."""
+"""Values as vISA attributes print them: numbers, `None`/`True`/`False`, dtypes, Switch configs, the
+Vector Engine's op values and operand pairs. Free of the kernel language (`compiler/attrs.py` adds the
+contexts). EDF engine configs carry these values as numbers instead (`configs/vector.py`), which the
+simulator decodes without parsing text."""
 
 from __future__ import annotations
 

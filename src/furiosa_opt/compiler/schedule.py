@@ -18,7 +18,7 @@ import numpy as np
 from furiosa_opt.compiler.lir import Command, Lir, LoopRegion, overlapping
 from furiosa_opt.compiler.resource import Costed, cost, inter_slice_reduce_cycles, switch_cycles, transpose_cycles
 from furiosa_opt.programs import describe, evaluate
-from furiosa_opt.switch import parse_switch_config
+from furiosa_opt.switch import from_fields
 
 LANES = {"main": "Main", "sub": "Sub", "ve": "VE", "tdma": "TDMA", "pdma": "PDMA"}
 BUFFER_TYPES = {"dram": "Dram", "sram": "Sram", "trf": "Trf", "vrf": "Vrf"}
@@ -220,7 +220,7 @@ def _description(slot: Slot, loop: LoopRegion | None) -> str:
 def _stage_label(config: dict) -> str:
     """A stage as the schedule names it; the engines with their own latency say how they are configured."""
     if config["stage"] == "switch":
-        return f"switch[{parse_switch_config(config['config'])}, ring {config['ring']}: {switch_cycles(config)} cycles]"
+        return f"switch[{from_fields(config)}, ring {config['ring']}: {switch_cycles(config)} cycles]"
     if config["stage"] == "transpose":
         shape = f"{config['in_rows']}×{config['in_cols']} → {config['out_rows']} rows, ×{config['iterations']}"
         return f"transpose[{shape}: {transpose_cycles(config)} cycles]"

@@ -59,7 +59,8 @@ def _records() -> dict[str, Record]:
     records.update({s.name: Record(s.name, _PORTS) for s in STAGES.values() if s.rf == "vrf"})
     lhs = walk_fields("lhs_", "the stream walked into the fold's terms")
     rhs = walk_fields("rhs_", "the TRF tensor walked into the fold's terms")
-    records["contract_lane"] = Record("contract_lane", (*lhs, *rhs, *_FOLD, *_MOVE, *_SHAPE))
+    acc = Field("acc", 4, "the accumulator's element type: its code in `dtypes.DTYPE_CODES`")
+    records["contract_lane"] = Record("contract_lane", (*lhs, *rhs, *_FOLD, acc, *_MOVE, *_SHAPE))
     reducer = (
         *_MOVE,
         *_FOLD,

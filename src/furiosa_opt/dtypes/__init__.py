@@ -22,7 +22,7 @@ each module importing only those above it:
 * ``ints.py``: integer narrowing and widening (``wrap_int``, ``widen_int``) and fixed point
   (``fxp_to_fp``, ``fp_to_fxp``);
 * ``table.py``: ``DType`` with upstream's scalar methods, the dtypes ``i4`` … ``f4e2m1``, ``ALL_DTYPES``,
-  ``dtype_by_name``, and the dispatch by dtype;
+  ``dtype_by_name``, ``DTYPE_CODES`` (a dtype's number in an EDF engine config), and the dispatch by dtype;
 * ``convert.py``: conversions by dtype (``to_f32``, ``from_f32``, ``convert``, ``table_lookup``,
   ``from_user``, ``rand``);
 * ``images.py``: byte images (``code_of``, ``from_code``, ``fill_pattern``, ``pack_nibbles``,
@@ -51,6 +51,7 @@ from furiosa_opt.dtypes.ints import fp_to_fxp, fxp_to_fp, widen_int, wrap_int
 from furiosa_opt.dtypes.opt import Opt
 from furiosa_opt.dtypes.table import (
     ALL_DTYPES,
+    DTYPE_CODES,
     DType,
     bf16,
     dtype_by_name,
@@ -69,6 +70,7 @@ from furiosa_opt.dtypes.table import (
 
 __all__ = [
     "ALL_DTYPES",
+    "DTYPE_CODES",
     "DType",
     "DTypeError",
     "Opt",

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from furiosa_opt.configs.codes import CodeTable
 from furiosa_opt.dtypes.bits import DTypeError, Format, _as, _codes
 from furiosa_opt.dtypes.floats import (
     BF16,
@@ -264,6 +265,8 @@ Examples:
 
 ALL_DTYPES: tuple[DType, ...] = (i4, i5, i8, i9, i16, i32, u8, f32, bf16, f8e4m3, f8e5m2, f4e2m1)
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
+# An engine config's `dtype` in the EDF: the position in ALL_DTYPES (a new dtype goes at the end).
+DTYPE_CODES: CodeTable[DType] = CodeTable("dtype", ALL_DTYPES)
 
 
 def dtype_by_name(name: str) -> DType:

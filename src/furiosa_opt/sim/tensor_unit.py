@@ -3,62 +3,34 @@ sequencer (or a register-file store) writes it back — in every slice at once.
 
 The stream is a [slices, positions] array in the wire order of its `[Time, Packet]` mapping, padding
 zero. The sequencers read and write it as strided views of every slice's file (`Memories.load`,
-`Memories.store`). Each engine config names its stage and prints its mappings as vISA does; the engine's
-effect is a relayout by logical index (numpy views, `mapping.views`), an elementwise conversion or op
-(`dtypes`, `vector.arithmetic`), or the contraction fold (`fold`) — the arithmetic the CPU backend also
-uses, reached here from the binary's configs instead of from the kernel language.
+`Memories.store`). Each engine config is numbers: its layouts as live boxes and walks (`walk.py`, written
+by stage 2's `compiler/lower/walks.py`), its ops, modes, dtypes and immediates as codes and raw bits
+(`vector.codes`, `switch`, `dtypes.DTYPE_CODES`). The engine's effect is a walk (numpy views), an
+elementwise conversion or op (`dtypes`, `vector.arithmetic`; the Vector Engine in `vector_engine.py`, the
+Switch Engine in `switch.py`), or a fold (`terms`): the arithmetic the CPU backend also uses, reached here
+from the binary's numbers, never from a mapping.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from furiosa_opt import dtypes
 from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.lir import DM_BASE, Buffer, Command, Sequencer, sequencer_loops
-from furiosa_opt.compiler.literals import literal
-from furiosa_opt.dtypes import DType, dtype_by_name
+from furiosa_opt.dtypes import DTYPE_CODES, DType, dtype_by_name
+from furiosa_opt.sim import vector_engine
 from furiosa_opt.sim.memory import Fault, Loops, Memories
+from furiosa_opt.sim.stream import Operand, Stream, Unsupported
+from furiosa_opt.sim.switch import route
 from furiosa_opt.sim.walk import box_mask, box_size, gather
-from furiosa_opt.switch import SwitchConfig, parse_switch_config
 from furiosa_opt.terms import fold_terms, reduce_terms, widener
 from furiosa_opt.vector import arithmetic
-from furiosa_opt.vector.ops import RF, Branched, Stash, TagGuard, parse_op
-
-
-class Unsupported(Exception):
-    """A stage this simulator does not execute."""
-
-
-@dataclass(frozen=True)
-class Stream:
-    values: np.ndarray  # [slices, steps · lanes] in wire order, dtype.storage
-    dtype: DType
-    steps: int  # Time positions (in pair mode both groups', the group outermost)
-    lanes: int  # Packet positions
-    box: list[int]  # the layout's live box (sim/walk.py)
-    tags: np.ndarray | None = None  # inside the Vector Engine: each element's 4-bit tag, same shape
-
-    @property
-    def live(self) -> np.ndarray | None:
-        """Which positions hold a value (None: all do)."""
-        return box_mask(self.box)
-
-    def reshaped(self, config: dict) -> Stream:
-        """The stream with the layout a config gives it (`steps`, `lanes`, `live`), values unchanged."""
-        return replace(self, steps=config["steps"], lanes=config["lanes"], box=config["live"])
-
-
-@dataclass(frozen=True)
-class Operand:
-    """A register-file tensor as the engines see it: every element it holds, per slice."""
-
-    values: np.ndarray
-    dtype: DType
+from furiosa_opt.vector.codes import OPS
 
 
 class TensorUnit:
@@ -141,7 +113,7 @@ class TensorUnit:
         if stage != "contract_lane":
             return stream
         lhs, trf = pending["lhs"], pending["trf"]
-        acc = dtype_by_name(config["acc"])
+        acc = DTYPE_CODES.value(config["acc"])
         terms = []
         for side, operand in (("lhs", lhs), ("rhs", trf)):
             values = widener(acc, operand.dtype)(operand.values)
@@ -164,19 +136,19 @@ def _relaid(unit: TensorUnit, stream: Stream, config: dict, command: Command | N
 
 
 def _cast(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    target = dtype_by_name(config["dtype"])
+    target = DTYPE_CODES.value(config["dtype"])
     converted = replace(stream, values=dtypes.convert(stream.values, stream.dtype, target), dtype=target)
     return _relaid(unit, converted, config) if "walk" in config else converted
 
 
 def _table_lookup(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    target = dtype_by_name(config["dtype"])
+    target = DTYPE_CODES.value(config["dtype"])
     return replace(stream, values=dtypes.table_lookup(stream.values, stream.dtype, target), dtype=target)
 
 
 def _zero_point_sub(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    target = dtype_by_name(config["dtype"])
-    values = (stream.values.astype(np.int32) - int(config["zero_point"])).astype(target.storage)
+    target = DTYPE_CODES.value(config["dtype"])
+    values = (stream.values.astype(np.int32) - config["zero_point"]).astype(target.storage)
     return replace(stream, values=values, dtype=target)
 
 
@@ -184,71 +156,9 @@ def _commit_cast(relu: bool) -> Callable:
     convert = dtypes.bf16_from_f32_relu_hw if relu else dtypes.bf16_from_f32_hw
 
     def stage(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-        return replace(stream, values=convert(stream.values), dtype=dtype_by_name(config["dtype"]))
+        return replace(stream, values=convert(stream.values), dtype=DTYPE_CODES.value(config["dtype"]))
 
     return stage
-
-
-def _payload(unit: TensorUnit, stream: Stream, config: dict, command: Command, value: object) -> object:
-    """One operand value in the stream's layout: the VRF tensor the config names (`RF`), what the
-    command's `vector_stash` wrote (`Stash`), or a constant; a ternary pair part by part."""
-    if isinstance(value, tuple):
-        return tuple(_payload(unit, stream, config, command, part) for part in value)
-    if value is RF:
-        return unit.rf_values(stream, config, command)
-    if value is Stash:
-        return unit.stash_values(stream, config)
-    return np.full(stream.values.shape, value, dtype=stream.dtype.storage)
-
-
-def _slots(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> list[tuple]:
-    """The op's operand as branch slots `[(guard, values)]`: a plain operand is one unconditional slot."""
-    value = literal(config["operand"])
-    if value is None:  # a VRF tensor, the config's `rf`
-        value = RF
-    elif isinstance(value, tuple) and value[0] is None:  # a ternary pair led by the VRF tensor
-        value = (RF, value[1])
-    if isinstance(value, Branched):
-        return [(guard, _payload(unit, stream, config, command, v)) for guard, v in value.slots]
-    return [(TagGuard.all(), _payload(unit, stream, config, command, value))]
-
-
-def _branched(unit: TensorUnit, stream: Stream, config: dict, command: Command, combine: Callable) -> Stream:
-    slots = _slots(unit, stream, config, command)
-    tags = stream.tags if stream.tags is not None else np.zeros(stream.values.shape, dtype=np.uint8)
-    with np.errstate(all="ignore"):
-        values = arithmetic.apply_branched(slots, tags, stream.values, combine)
-    return replace(stream, values=values)
-
-
-def _binary(compute: Callable) -> Callable:
-    def stage(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-        op, mode = parse_op(config["op"]), parse_op(config["mode"])
-        return _branched(
-            unit, stream, config, command, lambda x, o: compute(op, *arithmetic.apply_arg_mode(mode, x, o))
-        )
-
-    return stage
-
-
-def _ternary(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    op, mode = parse_op(config["op"]), parse_op(config["mode"])
-    return _branched(
-        unit,
-        stream,
-        config,
-        command,
-        lambda x, pair_: arithmetic.fp_ternary(op, *arithmetic.apply_arg_mode(mode, x, *pair_)),
-    )
-
-
-def _fp_unary(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    op, guard = parse_op(config["op"]), literal(config["guard"])
-    with np.errstate(all="ignore"):
-        values = arithmetic.fp_unary(op, stream.values)
-        if guard is not None:
-            values = np.where(guard.admits(stream.tags), values, stream.values)
-    return replace(stream, values=values)
 
 
 def _unzip(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
@@ -256,41 +166,6 @@ def _unzip(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> 
     paired = _relaid(unit, stream, config)
     group = np.repeat(np.arange(2, dtype=np.uint8), paired.values.shape[1] // 2)
     return replace(paired, tags=np.broadcast_to(group << np.uint8(3), paired.values.shape).copy())
-
-
-def _zip(compute: Callable) -> Callable:
-    def stage(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-        """`op(group 0, group 1)`: the two halves of the pair-mode stream, one stream out."""
-        op, mode = parse_op(config["op"]), parse_op(config["mode"])
-        halves = stream.values.reshape(stream.values.shape[0], 2, -1)
-        with np.errstate(all="ignore"):
-            values = compute(op, *arithmetic.apply_arg_mode(mode, halves[:, 0], halves[:, 1]))
-        tags = np.zeros(values.shape, dtype=np.uint8)
-        return replace(stream.reshaped(config), values=values, tags=tags)
-
-    return stage
-
-
-def _vector_init(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    return replace(stream, tags=np.zeros(stream.values.shape, dtype=np.uint8))
-
-
-def _tag(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    """The tag unit: each element's comparisons, one bit each (TagMode.Zero: no bit)."""
-    mode = parse_op(config["mode"])
-    if mode.kind == "AxisToggle":
-        raise Unsupported("TagMode.AxisToggle: upstream's compiler rejects it, and the simulator does not run it")
-    return replace(stream, tags=arithmetic.comparison_tags(mode, stream.values))
-
-
-def _stash(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    unit.pending["stash"] = stream.values
-    return stream
-
-
-def _reinterpret(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    dtype = dtype_by_name(config["dtype"])
-    return replace(stream, values=stream.values.view(dtype.storage), dtype=dtype)
 
 
 def _intra_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
@@ -315,7 +190,7 @@ def _cluster_reduce(stream: Stream, config: dict, keep_tags: bool) -> Stream:
     out = stream.reshaped(config)
     target_live = box_mask(config["target"])
     read = _term_live(config) & _terms(_cells(config["source"]), config)[0].astype(bool)
-    step, identity = arithmetic.reducer(parse_op(config["op"]))
+    step, identity = arithmetic.reducer(OPS.value(config["op"]))
     reduced = reduce_terms(_terms(source, config), read, target_live, step, identity)
 
     def placed(cells: np.ndarray) -> np.ndarray:
@@ -348,20 +223,6 @@ def _term_live(config: dict) -> np.ndarray:
     return _cells(config["terms"])[0].astype(bool).reshape(-1, config["reduced"])
 
 
-def _elementwise(convert: Callable, dtype: DType | None = None) -> Callable:
-    def stage(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-        with np.errstate(all="ignore"):
-            values = convert(stream.values, config)
-        return replace(stream, values=values, dtype=dtype or stream.dtype)
-
-    return stage
-
-
-def _final(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    """Leaving the Vector Engine: the elements' tags stay behind (the stages after relay values only)."""
-    return replace(stream, tags=None)
-
-
 def _fetch(unit: TensorUnit, stream: None, config: dict, command: Command) -> Stream:
     return unit.fetch(command, config)
 
@@ -376,50 +237,6 @@ def _store(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> 
 
 def _contract(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     return unit.contract(stream, config["stage"], config, command, unit.pending)
-
-
-def _switch(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    """The ring's routing, from the config's numbers alone: each cluster's slices as an array
-    `[slice2, slice1, slice0, time…, packet]` whose axes a named config permutes and broadcasts, or the
-    routing table a CustomBroadcast carries (which input slice each output slice reads per moved step)."""
-    ring = RNGD.slices_per_cluster  # the switch's ring has a router on every slice of a cluster
-    n = config["in_slices"]
-    steps, lanes = stream.steps, stream.lanes
-    clusters = stream.values.reshape(-1, ring, steps, lanes)
-    cfg = parse_switch_config(config["config"])
-    if cfg.kind == "CustomBroadcast":
-        sources = np.asarray(config["sources"], dtype=np.int64).reshape(-1, config["moved"])
-        moved = clusters[:, np.maximum(sources, 0)].transpose(0, 1, 3, 2, 4)  # [g, out, steps, moved, lanes]
-        moved = np.where((sources >= 0)[None, :, None, :, None], moved, 0)
-    else:
-        moved = _named_route(cfg, clusters[:, :n], steps, lanes)
-    out = np.zeros((clusters.shape[0], ring, moved[0, 0].size), dtype=stream.values.dtype)
-    out[:, : moved.shape[1]] = moved.reshape(moved.shape[0], moved.shape[1], -1)
-    return replace(stream.reshaped(config), values=out.reshape(stream.values.shape[0], -1))
-
-
-def _named_route(cfg: SwitchConfig, x: np.ndarray, steps: int, lanes: int) -> np.ndarray:
-    """A named config on `x` [clusters, slices, steps, lanes]: [clusters, slices, out steps, lanes]."""
-    if cfg.kind == "Forwarding":
-        return x
-    g, s1, s0 = x.shape[0], cfg.slice1, cfg.slice0
-    s2 = x.shape[1] // (s1 * s0)
-    if cfg.kind == "Broadcast01":  # [s2, s1, s0 | t1, t0] → [s2, X, Y | t1, s1, t0, s0]
-        t0 = cfg.time0
-        y = x.reshape(g, s2, s1, s0, steps // t0, t0, lanes).transpose(0, 1, 4, 2, 5, 3, 6)
-        y = np.broadcast_to(y[:, :, None, None], (g, s2, s1, s0, *y.shape[2:]))
-    elif cfg.kind == "Broadcast1":  # [s2, s1, s0 | t0] → [s2, X, s0 | t0, s1]
-        y = x.reshape(g, s2, s1, s0, steps, lanes).transpose(0, 1, 3, 4, 2, 5)
-        y = np.broadcast_to(y[:, :, None], (g, s2, s1, *y.shape[2:]))
-    elif cfg.kind == "Transpose":  # [s2, s1, s0 | T] → [s2, s0, s1 | T]
-        y = x.reshape(g, s2, s1, s0, steps, lanes).transpose(0, 1, 3, 2, 4, 5)
-    elif cfg.kind == "InterTranspose":  # [s2, s1, s0 | t2, t1, t0] → [s2, t1, s0 | t2, t0, s1]
-        t0 = cfg.time0
-        y = x.reshape(g, s2, s1, s0, steps // (s1 * t0), s1, t0, lanes).transpose(0, 1, 5, 3, 4, 6, 2, 7)
-    else:  # TransposedBroadcast1: [s2, s1, s0 | t0] → [s2, Y, s1 | t0, s0]
-        y = x.reshape(g, s2, s1, s0, steps, lanes).transpose(0, 1, 2, 4, 3, 5)
-        y = np.broadcast_to(y[:, :, None], (g, s2, s0, *y.shape[2:]))
-    return y.reshape(g, x.shape[1], -1, lanes)
 
 
 def _transpose(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
@@ -447,38 +264,21 @@ HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/s
     "contract_lane": _contract,
     "commit": _commit,
     "commit_view": _commit,
-    "switch": _switch,
+    "switch": route,
     "collect": _relaid,
     "transpose": _transpose,
     "cast": _cast,
     "commit_trim": _relaid,
     "commit_cast": _commit_cast(relu=False),
     "commit_cast_relu": _commit_cast(relu=True),
-    "vector_init": _vector_init,
-    "vector_intra_slice_tag": _tag,
     "vector_intra_slice_unzip": _unzip,
-    "vector_logic_zip": _zip(arithmetic.logic),
-    "vector_fxp_zip": _zip(arithmetic.fxp),
-    "vector_fp_zip": _zip(arithmetic.fp_binary),
-    "vector_clip_zip": _zip(arithmetic.clip),
-    "vector_final": _final,
-    "vector_logic": _binary(arithmetic.logic),
-    "vector_fxp": _binary(arithmetic.fxp),
-    "vector_fp_binary": _binary(arithmetic.fp_binary),
-    "vector_clip": _binary(arithmetic.clip),
-    "vector_fp_ternary": _ternary,
-    "vector_fp_div": _binary(arithmetic.fp_binary),
     "vector_intra_slice_reduce": _intra_slice_reduce,
     "vector_inter_slice_reduce": _inter_slice_reduce,
-    "vector_stash": _stash,
-    "vector_reinterpret": _reinterpret,
-    "vector_fp_unary": _fp_unary,
-    "vector_fxp_to_fp": _elementwise(lambda v, c: dtypes.fxp_to_fp(v, int(c["int_width"])), dtypes.f32),
-    "vector_fp_to_fxp": _elementwise(lambda v, c: dtypes.fp_to_fxp(v, int(c["int_width"])), dtypes.i32),
     "vector_narrow_split": _relaid,
     "vector_narrow_trim": _relaid,
     "vector_widen_concat": _relaid,
     "vector_widen_pad": _relaid,
+    **vector_engine.HANDLERS,
 }
 
 

@@ -39,7 +39,7 @@ from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.files import identity_problem, printable, write_atomic
 
 MAGIC = b"FOPTEDF\0"
-FORMAT_VERSION = 6
+FORMAT_VERSION = 7
 HEADER = struct.Struct("<8sHHI32s")  # magic, format version, flags, body length, SHA-256 of the body
 _COMMAND_FIELDS = (
     "index",

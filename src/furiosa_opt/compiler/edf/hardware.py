@@ -12,6 +12,7 @@ from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.edf.schema import CONTEXTS, Malformed, is_int
 from furiosa_opt.compiler.edf.streams import loop_of, offset_ranges
 from furiosa_opt.compiler.lir import CHIP_STRIDE, DM_BASE
+from furiosa_opt.configs import vector as configs
 from furiosa_opt.configs.layouts import RECORDS as LAYOUTS
 from furiosa_opt.dtypes import DTypeError, dtype_by_name
 from furiosa_opt.files import expression_problem, identity_problem
@@ -30,16 +31,17 @@ _PER_SLICE = {"sram": RNGD.dm_bytes_per_slice, "trf": RNGD.trf_capacity_bytes, "
 _SLICES = RNGD.clusters_per_chip * RNGD.slices_per_cluster
 # The walk each kind of command needs (a config that must not be nil) and its fewest inputs and outputs.
 _NEEDS = {"dma": ("dma", 1, 1), "pcopy": ("dma", 1, 1), "memset": ("fill", 0, 1), "indirect": ("indirect", 2, 1)}
-# Engine attributes by what they hold: a mapping `[…]`, a printed value (an op, a mode, a dtype, a number as
-# text), or a count. Others may appear (the format allows any scalar); these are the ones engines read.
-_TEXT_ATTRIBUTES = {"acc", "config", "dtype", "guard", "int_width", "mode", "op", "operand", "rf", "zero_point"}
+# Engine attributes by what they hold: a buffer's name, or a count; the numbers of the
+# stages' records (`configs.vector`, `configs.layouts`) are checked against them. Others may appear (the
+# format allows any scalar); these are the ones engines read.
+_TEXT_ATTRIBUTES = {"rf"}
 _COUNT_ATTRIBUTES = {"flits", "in_cols", "in_rows", "iterations", "moved", "out_rows", "packets_per_col", "ratio",
                      "ring", "in_steps", "valid_size"}  # fmt: skip
 
 
 def _check_expressions(body: dict) -> None:
-    """Every mapping and printed value a parser will read (buffer and table levels, engine attributes)
-    is one a compiler prints: no `{…}` Python escape, no special name, no string (`files.expression_problem`)."""
+    """Every mapping a parser will read (buffer and table levels, engine attributes' text) is one a
+    compiler prints: no `{…}` Python escape, no special name, no string (`files.expression_problem`)."""
     texts = [(f"body.buffers[{i}].levels", b["levels"]) for i, b in enumerate(body["buffers"])]
     texts += [(f"body.{t}[{i}].levels", x["levels"]) for t in ("arguments", "outputs") for i, x in enumerate(body[t])]
     for context in CONTEXTS:
@@ -56,10 +58,10 @@ def _check_expressions(body: dict) -> None:
 
 def _check_engines(command: dict, bad: Callable[[str, str], Malformed]) -> None:
     """A Tensor Unit command starts at its fetch (with a fetch sequencer), only its last stage may end the
-    pipeline (`stages.ENDS`), its engines' layout fields are the ones their records declare
-    (`configs/layouts.py`), and its printed values and counts have the types the engines read. Whether
-    the stages may follow one another is the simulator's check (a fault naming the command), as it is
-    the language's."""
+    pipeline (`stages.ENDS`), its buffer names and counts have the types the engines read, and every
+    field a stage's records declare (`configs.vector`, `configs.layouts`) fits its width and, for a code,
+    names a known code of what that stage runs. Whether the stages may follow one another is the
+    simulator's check (a fault naming the command), as it is the language's."""
     engines = command["engines"]
     if command["fetch"] is None or not engines or engines[0]["stage"] != "fetch":
         raise bad(".engines", "a Tensor Unit command starts with its `fetch` stage and has a fetch sequencer")
@@ -81,6 +83,9 @@ def _check_engines(command: dict, bad: Callable[[str, str], Malformed]) -> None:
                 )
         if len(config.get("sources") or ()) > _SLICES * RNGD.max_entry_iterations:
             raise bad(f".engines[{k}].sources", "more routing entries than a switch ring has")
+        found = configs.problem(config)
+        if found is not None:
+            raise bad(f".engines[{k}].{found[0]}", found[1])
 
 
 def _shown(value: Any) -> str:

@@ -26,7 +26,7 @@ from furiosa_opt.compiler.lower.addresses import (
     to_bytes,
 )
 from furiosa_opt.compiler.lower.coverage import read_unwritten
-from furiosa_opt.compiler.lower.engines import DERIVED
+from furiosa_opt.compiler.lower.engines import DERIVED, ENCODED
 from furiosa_opt.compiler.lower.lifetimes import lifetimes
 from furiosa_opt.compiler.lower.loops import plan_loops
 from furiosa_opt.compiler.lower.opcodes import DMA_OPS, GATHER_OPS, PCOPY_OPS, SCATTER_OPS, VIEW_OPS
@@ -448,9 +448,15 @@ class _Lowering:
         self.moving(command, "commit.base", target)
 
     def engine(self, op: visa.Op) -> dict:
-        """A stage's config: its attributes as vISA prints them, and `rf`, the register-file buffer it
-        reads when it takes one (a TRF for `contract_outer`, a VRF for a Vector Engine operand)."""
-        config = {"stage": op.opcode, **{k: format_attr(v) for k, v in op.attrs if not isinstance(v, Mapping)}}
+        """A stage's config: its attributes as numbers (`ENCODED`; layouts from `walks.py`), and `rf`,
+        the register-file buffer it reads when it takes one (a TRF for `contract_outer`, a VRF for a Vector
+        Engine operand)."""
+        config = {"stage": op.opcode}
+        for key, value in op.attrs:
+            if isinstance(value, Mapping):  # layouts reach the engines as numbers (walks.py)
+                continue
+            encode = ENCODED.get(key)
+            config.update(encode(value, self.objects[op.operands[0]]) if encode else {key: format_attr(value)})
         operands = [self.base_of(name) for name in op.operands[1:] if name in self.of_value]
         if operands:
             config["rf"] = operands[0]

@@ -1,5 +1,7 @@
-"""What an engine config holds beyond its stage's vISA attributes: the parameters the compiler derives for
-the engines that need them, from the same rules that accepted the stage (`verify/`).
+"""An engine config's numbers: the non-mapping vISA attributes as codes and raw bits (`ENCODED`, with the
+tables of `vector.codes`, `switch` and `dtypes`; `configs/vector.py` declares the fields), and what a config
+holds beyond its stage's attributes (`DERIVED`): the parameters the compiler derives for the engines that
+need them, from the same rules that accepted the stage (`verify/`).
 
 * `switch`: the ring size, the input's time steps and flits per packet and, for
   `CustomBroadcast`, the routing — for each output slice, the input slice it reads at each of the
@@ -18,11 +20,34 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict
 
+from furiosa_opt import switch
 from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler import visa
+from furiosa_opt.dtypes import DTYPE_CODES
+from furiosa_opt.vector import codes
+from furiosa_opt.vector.ops import TagMode
 from furiosa_opt.verify.switch import check_switch
 from furiosa_opt.verify.transpose import check_transpose
 from furiosa_opt.verify.vector import check_inter_slice_reduce
+
+
+def _mode(mode: object, stream: object) -> dict:
+    """A tag stage's TagMode (its kind and comparisons), or an op's argument mode or the contraction's
+    LaneMode (a code)."""
+    return codes.encode_tag(mode) if isinstance(mode, TagMode) else {"mode": codes.MODES.code(mode)}
+
+
+# attribute → its fields, from the attribute's value and the stage's input (the stream an operand fills)
+ENCODED: dict[str, Callable[[object, object], dict]] = {
+    "op": lambda op, stream: {"op": codes.OPS.code(op)},
+    "mode": _mode,
+    "operand": lambda operand, stream: codes.encode_operand(operand, stream.dtype.storage),
+    "guard": lambda guard, stream: {"guard": codes.encode_guard(guard)},
+    "dtype": lambda dtype, stream: {"dtype": DTYPE_CODES.code(dtype)},
+    "config": lambda config, stream: switch.fields(config),
+    "zero_point": lambda value, stream: {"zero_point": value},
+    "int_width": lambda value, stream: {"int_width": value},
+}
 
 
 def _switch(stream, op: visa.Op) -> dict:

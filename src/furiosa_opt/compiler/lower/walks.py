@@ -13,6 +13,7 @@ import math
 from functools import lru_cache
 
 from furiosa_opt.diagnostics import VerifyError
+from furiosa_opt.dtypes import DTYPE_CODES
 from furiosa_opt.mapping import Mapping, MappingError
 from furiosa_opt.mapping.algebra import divide_relaxed, pair, remove_padding
 from furiosa_opt.mapping.factors import Comp, Factors, has_composite, render_factors, size
@@ -169,7 +170,7 @@ class ChainLayouts:
         fields = {f"lhs_{k}": v for k, v in walk(f["lhs"], terms).items()}
         fields.update({f"rhs_{k}": v for k, v in walk(f["rhs"], terms).items()})
         fields.update(walk(sums, stream_layout(after, None)) | shape(after, None))
-        return {**fields, "terms": box(terms), "reduced": reduced.size, "acc": f["acc"].name}
+        return {**fields, "terms": box(terms), "reduced": reduced.size, "acc": DTYPE_CODES.code(f["acc"])}
 
     def reduce(self, op, before: object, after: object) -> dict:
         """A reducer's fold: each cluster's slices `[in_slice, time, packet]` walked into `[output, reduced]`

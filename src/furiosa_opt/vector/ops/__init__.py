@@ -22,7 +22,7 @@ module importing only those above it:
 * ``tags.py``: ``Cmp`` and ``TagMode``, how the tag unit tags each element;
 * ``branch.py``: ``BitReq``, ``TagGuard``, ``Branched``, and the port operands ``RF`` and ``Stash``;
 * ``tables.py``: ``alu_of``, ``reduce_identity``, ``scalar_dtype``, ``all_ops``;
-* ``text.py``: ``parse_op``, an op value from its printed text (vISA, EDF), read without evaluating it.
+* ``text.py``: ``parse_op``, an op value from its printed text (vISA), read without evaluating it.
 """
 
 from furiosa_opt.vector.ops.alus import Alu, FpMulAlu
@@ -45,7 +45,7 @@ from furiosa_opt.vector.ops.families import (
 from furiosa_opt.vector.ops.modes import BinaryArgMode, LaneMode, TernaryArgMode
 from furiosa_opt.vector.ops.tables import all_ops, alu_of, reduce_identity, scalar_dtype
 from furiosa_opt.vector.ops.tags import Cmp, TagMode
-from furiosa_opt.vector.ops.text import parse_op as parse_op  # for the readers of vISA and EDF, not for kernels
+from furiosa_opt.vector.ops.text import parse_op as parse_op  # for the vISA reader, not for kernels
 
 __all__ = [
     "RF",

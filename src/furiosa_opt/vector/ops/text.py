@@ -1,4 +1,4 @@
-"""Op values read back from their printed text, as vISA attributes and EDF engine configs carry them.
+"""Op values read back from their printed text, as vISA attributes carry them (EDF configs carry codes).
 
 The text comes from files, so it is never evaluated. It is parsed as a Python expression and its tree is
 read node by node: the value is built from the nodes ``repr`` of an op value writes, and any other node is
@@ -96,7 +96,7 @@ class _Refused(Exception):
 
 def parse_op(text: str) -> object:
     """An op value from its printed form (`FxpBinaryOp.AddFxp`, `FpBinaryOp.MulF(FpMulAlu.Mul0)`), as
-    vISA text and EDF engine configs carry it; ValueError for any text outside the grammar above.
+    vISA text carries it; ValueError for any text outside the grammar above.
 
     >>> parse_op("TagMode.Comparison((Cmp.Less(-inf), Cmp.Equal(3), Cmp.False_, Cmp.False_))")
     TagMode.Comparison((Cmp.Less(-inf), Cmp.Equal(3), Cmp.False_, Cmp.False_))
