@@ -13,23 +13,11 @@ the list only shrinks.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
-from pathlib import Path
-
-import numpy as np
 import pytest
-from backends import backend, compiled, input_seed
+from backends import compiled
+from harness import KERNELS, REFUSED, SEED, run_on
 
-from furiosa_opt import Context
 from furiosa_opt.compiler.driver import compile_kernel, compile_visa
-from furiosa_opt.lang.device import DeviceFunction
-from furiosa_opt.lang.tensors import TensorView
-from furiosa_opt.tune.trial import random_arguments
-
-ROOT = Path(__file__).resolve().parent.parent
-SEED = input_seed()
 
 # identity suffix → why it cannot run on both backends today
 EXPECTED_FAILURES: dict[str, str] = {
@@ -40,68 +28,11 @@ EXPECTED_FAILURES: dict[str, str] = {
 }
 
 
-def _modules() -> tuple[list[object], int]:
-    """Every module under examples/ and tests/ that defines a kernel, and how many refused fixtures exist."""
-    found, refused = [], 0
-    for path in sorted([*ROOT.glob("examples/*/src/**/*.py"), *ROOT.glob("tests/**/*.py")]):
-        if "@device" not in path.read_text():
-            continue
-        if "negative" in path.relative_to(ROOT).parts:
-            refused += path.read_text().count("@device")
-            continue
-        found.append(_import(path))
-    return found, refused
-
-
-def _import(path: Path) -> object:
-    """The module of a package source file by its import name, a test file by a name from its path."""
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    if parts[0] == "examples":
-        return importlib.import_module(".".join(parts[3:]).removesuffix(".__init__"))
-    name = "differential." + ".".join(parts)
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-def _kernels() -> tuple[dict[str, tuple[DeviceFunction, object]], int]:
-    modules, refused = _modules()
-    kernels = {}
-    for module in modules:
-        for value in vars(module).values():
-            if isinstance(value, DeviceFunction) and value.__module__ == module.__name__:
-                kernels[value.identity.removeprefix("differential.")] = (value, module)
-    return kernels, refused
-
-
-KERNELS, REFUSED = _kernels()
 DIFFERENTIAL_SUMMARY = {"compared": 0, "refused": REFUSED, "expected": {}}  # printed by conftest.py
 
 
 def _expected(identity: str) -> str | None:
     return next((why for key, why in EXPECTED_FAILURES.items() if identity.endswith(key)), None)
-
-
-def _arguments(kernel: DeviceFunction, module: object, ctx: Context, rng: np.random.Generator) -> tuple:
-    return random_arguments(kernel, ctx, rng, module)  # the tuner's simulated objective makes its inputs alike
-
-
-def _bytes(value: object) -> bytes:
-    tensor = value.base if isinstance(value, TensorView) else value
-    return tensor.values().tobytes()
-
-
-def _run(name: str, kernel: DeviceFunction, module: object) -> tuple[list[bytes], list[bytes]]:
-    """(output bytes, argument bytes after the launch) on one backend, from the shared seed."""
-    with backend(name) as launch, Context.acquire() as ctx:
-        args = _arguments(kernel, module, ctx, np.random.default_rng(SEED))
-        out = launch(kernel, ctx, *args)
-        outputs = out if isinstance(out, tuple) else () if out is None else (out,)
-        leaves = [value for _, _, value in kernel.bind(args)]
-        return [_bytes(o) for o in outputs], [_bytes(leaf) for leaf in leaves]
 
 
 @pytest.mark.parametrize("identity", sorted(KERNELS))
@@ -111,8 +42,8 @@ def test_cpu_and_simulator_agree_on_every_byte(identity):
     reason = _expected(identity)
     try:
         compiled(kernel)
-        expected = _run("cpu", kernel, module)
-        got = _run("npu", kernel, module)
+        expected = run_on("cpu", kernel, module)
+        got = run_on("npu", kernel, module)
     except Exception as error:
         if reason is None:
             raise

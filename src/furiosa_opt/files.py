@@ -96,6 +96,18 @@ def identity_problem(identity: object) -> str | None:
     return None
 
 
+AXIS_NAME = re.compile(r"[A-Z][A-Za-z0-9_]*\Z")
+
+
+def axis_problem(name: object, size: object) -> str | None:
+    """Why `name = size` cannot declare an axis (in a kernel or a file that lists its axes), or None."""
+    if not isinstance(name, str) or not AXIS_NAME.match(name):
+        return f"axis name `{name}` must start with an uppercase ASCII letter followed by letters, digits or `_`"
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        return f"axis `{name}` needs a positive integer size, got {size!r}"
+    return None
+
+
 def inside(path: Path, folder: Path) -> bool:
     """Whether `path` lies inside `folder` once both are resolved (symbolic links and `..` followed)."""
     return Path(path).resolve().is_relative_to(Path(folder).resolve())

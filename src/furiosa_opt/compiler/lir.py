@@ -31,6 +31,7 @@ class Buffer:
     last: int  # index of the last command that uses it
     region: str = ""  # trf: full | first_half | second_half
     slots: int = 1  # 2: a value a kept device loop carries, in two places used in turn (docs/lir.md, "Loops")
+    chips: int = 1  # dram: the chips its chip level spans, each chip's part at CHIP_STRIDE; 1 elsewhere
 
     @property
     def span(self) -> int:

@@ -1,12 +1,10 @@
-"""The numbers of the Tensor Unit's non-mapping config fields: Vector Engine ops, modes, operands and tag
-modes, the Switch Engine's config, the dtypes of the fetch, cast and commit adapters, the zero point and
-the fixed-point width — each field declared once, with the code table its values name.
+"""The numbers of the Tensor Unit's config fields that are not layouts: Vector Engine ops, modes, operands
+and tag modes, the Switch Engine's config, the dtypes of the fetch, cast and commit adapters, the zero
+point and the fixed-point width — each field declared once, with the code table its values name.
 
-Partial records for now: the mapping fields of these stages (`time`, `packet`, `element`, `lane`, `axis`,
-`split_time`, `tile_time`, `slice`, `in_slice`) are still the mappings' text, and the derived counts of
-`switch` and `vector_inter_slice_reduce` (`ring`, `steps`, `flits`, `moved`, `sources`, `ratio`), like
-`rf` (a buffer's name), are checked by the EDF reader as before; `problem` checks only the fields
-declared here, so a record grows to its stage's whole config as those fields become numbers.
+The layouts of the same stages (boxes and walks) are declared in `configs/layouts.py`; the derived counts
+of `switch`, `transpose` and `vector_inter_slice_reduce` (`ring`, `in_steps`, `flits`, `moved`, `sources`,
+`ratio`, the transpose's sizes), like `rf` (a buffer's name), are checked by the EDF reader on their own.
 """
 
 from __future__ import annotations

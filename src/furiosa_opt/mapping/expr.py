@@ -8,11 +8,11 @@ translation into factors lives here and not there.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from furiosa_opt.diagnostics import FuriosaOptError
+from furiosa_opt.files import axis_problem
 from furiosa_opt.mapping.evaluate import Cell, cell_at, live_axes, same_layout
 from furiosa_opt.mapping.factors import (
     BC,
@@ -39,9 +39,6 @@ class MappingError(FuriosaOptError, ValueError):
         >>> issubclass(MappingSyntaxError, MappingError), issubclass(MappingError, FuriosaOptError)
         (True, True)
     """
-
-
-_AXIS_NAME = re.compile(r"[A-Z][A-Za-z0-9_]*\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,12 +72,9 @@ def axes(**sizes: int) -> Axis | tuple[Axis, ...]:
         raise MappingError("axes() needs at least one `Name=size`")
     declared = []
     for name, n in sizes.items():
-        if not _AXIS_NAME.match(name):
-            raise MappingError(
-                f"axis name `{name}` must start with an uppercase ASCII letter followed by letters, digits or `_`"
-            )
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise MappingError(f"axis `{name}` needs a positive integer size, got {n!r}")
+        problem = axis_problem(name, n)
+        if problem is not None:
+            raise MappingError(problem)
         declared.append(Axis(name, n))
     return declared[0] if len(declared) == 1 else tuple(declared)
 

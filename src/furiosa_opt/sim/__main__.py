@@ -29,10 +29,10 @@ from furiosa_opt.compiler.edf import Edf, EdfError, Leaf, footprint, read_edf_fi
 from furiosa_opt.compiler.lir import Command
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.files import printable, write_atomic
-from furiosa_opt.mapping import Axis, MappingError
-from furiosa_opt.sim.machine import SimulatorError, mapping_of, run
+from furiosa_opt.sim.machine import SimulatorError, run
 from furiosa_opt.sim.memory import SLICES
 from furiosa_opt.sim.timing import compare, simulate, trace_json
+from furiosa_opt.sim.walk import box_size
 
 POSITION_BYTES = 32  # host bytes per stream position and slice: values, tags and an engine's temporaries
 
@@ -188,14 +188,9 @@ def _temporary(edf: Edf, command: Command, rows: int) -> int:
         for sequencer in (command.fetch, command.commit)
         if sequencer is not None
     ]
-    axes = {name: Axis(name, size) for name, size in edf.axes}
-    texts = [v for config in command.engines for v in config.values() if isinstance(v, str) and v[:1] == "["]
-    texts += [level for name in command.inputs for level in buffers[name].levels[3:]]
-    for text in texts:
-        try:
-            positions.append(mapping_of(text, axes).size)
-        except (MappingError, RecursionError):
-            continue  # the simulator refuses it when it reads it, before allocating for it
+    positions += [config["steps"] * config["lanes"] for config in command.engines if "steps" in config]
+    positions += [box_size(config[key]) for config in command.engines for key in ("terms", "target") if key in config]
+    positions += [buffers[name].bytes * 2 for name in command.inputs]  # a register file: 4-bit at the most
     return rows * max(positions, default=1) * POSITION_BYTES
 
 

@@ -18,15 +18,9 @@ from furiosa_opt.compiler.edf import Edf
 from furiosa_opt.compiler.lir import Buffer, Command, LoopRegion
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.dtypes import dtype_by_name
-from furiosa_opt.mapping import Axis, MappingError
-from furiosa_opt.mapping.parse import parse
 from furiosa_opt.programs import evaluate
 from furiosa_opt.sim.memory import Fault, Memories
 from furiosa_opt.sim.tensor_unit import TensorUnit, Unsupported
-
-
-def mapping_of(text, axes):
-    return parse(text[1:-1] if text.startswith("[") else text, axes)
 
 
 class SimulatorError(FuriosaOptError):
@@ -98,11 +92,9 @@ def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
         bound = dram.get(b.name) if b.memory == "dram" else None
         if b.memory == "dram" and (bound is None or bound.dtype != np.uint8 or len(bound) != b.bytes):
             raise SimulatorError(f"kernel {edf.identity}: DRAM buffer {b.name} ({b.bytes} bytes) is not bound")
-    axes = {name: Axis(name, size) for name, size in edf.axes}
     try:
-        chips = {b.name: mapping_of(b.levels[0], axes).size for b in edf.buffers if b.memory == "dram"}
-        memories = Memories(edf.buffers, dram, chips, edf.chip)
-    except (Fault, MappingError) as error:
+        memories = Memories(edf.buffers, dram, {b.name: b.chips for b in edf.buffers}, edf.chip)
+    except Fault as error:
         raise SimulatorError(f"kernel {edf.identity}: {error}") from None
     unit = TensorUnit(memories, buffers)
     for command in commands_run(edf):
@@ -116,7 +108,7 @@ def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
                                   command.indirect)  # fmt: skip
             elif command.kind == "memset":
                 memories.fill(buffers[command.outputs[0]], command.fill)
-        except (Fault, Unsupported, MappingError, KeyError) as error:
+        except (Fault, Unsupported, KeyError) as error:
             where = command.loc or "no source line"
             raise SimulatorError(
                 f"kernel {edf.identity}: command {command.index} ({command.opcode} on {command.context}, {where}): "

@@ -58,7 +58,7 @@ _COMMAND_FIELDS = (
     "guard",
     "offsets",
 )
-_BUFFER_FIELDS = ("name", "memory", "address", "bytes", "dtype", "levels", "region", "slots")
+_BUFFER_FIELDS = ("name", "memory", "address", "bytes", "dtype", "levels", "region", "slots", "chips")
 _INT_RANGE = (-(1 << 63), (1 << 64) - 1)  # what msgpack can encode
 
 
@@ -292,8 +292,9 @@ def read_edf(data: bytes) -> Edf:
 
 
 def _buffer(record: dict, argument: bool) -> Buffer:
-    return Buffer(record["name"], "", record["memory"], record["dtype"], list(record["levels"]), record["address"],
-                  record["bytes"], -1 if argument else 0, -1, record["region"], record["slots"])  # fmt: skip
+    placed = {key: record[key] for key in ("address", "bytes", "region", "slots", "chips")}
+    return Buffer(record["name"], "", record["memory"], record["dtype"], list(record["levels"]),
+                  first=-1 if argument else 0, last=-1, **placed)  # fmt: skip
 
 
 def _command_of(record: dict, context: str, loc: str | None) -> Command:

@@ -15,8 +15,7 @@ from furiosa_opt.compiler.lir import CHIP_STRIDE, DM_BASE
 from furiosa_opt.configs import vector as configs
 from furiosa_opt.configs.layouts import RECORDS as LAYOUTS
 from furiosa_opt.dtypes import DTypeError, dtype_by_name
-from furiosa_opt.files import expression_problem, identity_problem
-from furiosa_opt.mapping import MappingError, axes
+from furiosa_opt.files import axis_problem, expression_problem, identity_problem
 from furiosa_opt.stages import ENDS
 
 MEMORIES = ("dram", "sram", "trf", "vrf")
@@ -129,10 +128,9 @@ def check_hardware(body: dict) -> None:
         raise Malformed(f"body.identity: {problem}")
     seen: set[str] = set()
     for i, (name, size) in enumerate(body["axes"]):
-        try:
-            axes(**{name: size})
-        except MappingError as error:
-            raise Malformed(f"body.axes[{i}]: {error}") from None
+        problem = axis_problem(name, size)
+        if problem is not None:
+            raise Malformed(f"body.axes[{i}]: {problem}")
         if name in seen:
             raise Malformed(f"body.axes[{i}]: axis {name} is declared twice")
         seen.add(name)
@@ -154,6 +152,9 @@ def check_hardware(body: dict) -> None:
             raise Malformed(
                 f"{where}.bytes: {b['bytes']} bytes at {b['address']:#x} do not fit the {capacity} bytes of {room}"
             )
+        if not 1 <= b["chips"] <= (chip if memory == "dram" else 1):
+            spans = f"1 to {chip} chips" if memory == "dram" else "1 chip (it is per slice)"
+            raise Malformed(f"{where}.chips: {b['chips']}; a {memory} buffer spans {spans}")
         if memory == "dram" and not b["levels"]:
             raise Malformed(f"{where}.levels: a DRAM buffer needs its chip level")
         if memory != "dram" and len(b["levels"]) < 4:

@@ -80,6 +80,7 @@ _BUFFER = {
     "levels": [str],
     "region": str,
     "slots": int,
+    "chips": int,
 }
 BODY = {
     "arguments": [_LEAF],

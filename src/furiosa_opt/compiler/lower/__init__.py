@@ -131,6 +131,7 @@ class _Lowering:
             tensor.dtype.nbytes(count),  # whole bytes: the language refuses a 4-bit tensor that is not
             -1 if op is None else len(self.commands),
             -1,
+            chips=tensor.params[0].size if memory == "dram" else 1,
         )
         self.of_value[value.name] = name
         self.where[name] = _location(op) if op else None
