@@ -36,8 +36,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 
+# Two workers, as CI has two cores (each test stands alone; plain `pytest` runs them in one process).
 test: browser lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist worksteal
 
 # The documentation site (mkdocs.yml): strict, so a broken link, anchor or docstring fails the build.
 docs: $(STAMP)

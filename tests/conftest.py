@@ -33,13 +33,41 @@ def browser():
         chromium.close()
 
 
-def pytest_terminal_summary(terminalreporter) -> None:
-    """The differential harness's tally (test_differential.py): kernels compared, refused fixtures, and
-    each expected failure with its reason."""
-    summary = next(
+def _differential_summary() -> dict | None:
+    """This process's tally of the differential harness (test_differential.py), if it ran here."""
+    return next(
         (m.DIFFERENTIAL_SUMMARY for m in list(sys.modules.values()) if hasattr(m, "DIFFERENTIAL_SUMMARY")), None
     )
-    if summary is None or not (summary["compared"] or summary["expected"]):
+
+
+_WORKER_SUMMARIES: list[dict] = []  # under pytest-xdist: each worker's tally, sent when it finishes
+
+
+def pytest_sessionfinish(session) -> None:
+    """A pytest-xdist worker sends its tally to the controller, which prints the sum."""
+    summary = _differential_summary()
+    if hasattr(session.config, "workeroutput") and summary is not None:
+        session.config.workeroutput["differential"] = summary
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    if "differential" in getattr(node, "workeroutput", {}):
+        _WORKER_SUMMARIES.append(node.workeroutput["differential"])
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The differential harness's tally: kernels compared, refused fixtures, and each expected failure with
+    its reason (summed over the workers when pytest-xdist runs the tests)."""
+    summaries = _WORKER_SUMMARIES or [s for s in [_differential_summary()] if s is not None]
+    if not summaries:
+        return
+    summary = {
+        "compared": sum(s["compared"] for s in summaries),
+        "refused": max(s["refused"] for s in summaries),
+        "expected": {k: v for s in summaries for k, v in s["expected"].items()},
+    }
+    if not (summary["compared"] or summary["expected"]):
         return
     write = terminalreporter.write_line
     write(

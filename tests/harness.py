@@ -62,10 +62,6 @@ def _kernels() -> tuple[dict[str, tuple[DeviceFunction, object]], int]:
 KERNELS, REFUSED = _kernels()
 
 
-def _arguments(kernel: DeviceFunction, module: object, ctx: Context, rng: np.random.Generator) -> tuple:
-    return random_arguments(kernel, ctx, rng, module)  # the tuner's simulated objective makes its inputs alike
-
-
 def _bytes(value: object) -> bytes:
     tensor = value.base if isinstance(value, TensorView) else value
     return tensor.values().tobytes()
@@ -74,7 +70,7 @@ def _bytes(value: object) -> bytes:
 def run_on(name: str, kernel: DeviceFunction, module: object) -> tuple[list[bytes], list[bytes]]:
     """(output bytes, argument bytes after the launch) on one backend, from the shared seed."""
     with backend(name) as launch, Context.acquire() as ctx:
-        args = _arguments(kernel, module, ctx, np.random.default_rng(SEED))
+        args = random_arguments(kernel, ctx, np.random.default_rng(SEED), module)  # as the tuner's objective does
         out = launch(kernel, ctx, *args)
         outputs = out if isinstance(out, tuple) else () if out is None else (out,)
         leaves = [value for _, _, value in kernel.bind(args)]

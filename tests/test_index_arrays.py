@@ -16,10 +16,11 @@ import sys
 import numpy as np
 import pytest
 from backends import backend, compiled
-from test_differential import KERNELS, _arguments
+from harness import KERNELS
 
 from furiosa_opt import Context
 from furiosa_opt.mapping.factors import Comp, Factors, SymAtom
+from furiosa_opt.tune.trial import random_arguments
 
 BUILDERS = ("relayout_index", "window_index", "contraction_plan", "evaluate")
 # Where `evaluate` (the cell decoder) moves data; elsewhere it serves static checks of one slice's mappings
@@ -88,7 +89,7 @@ def test_example_kernels_build_no_index_array_longer_than_their_axes(identity, n
         if name == "npu":
             compiled(kernel)  # compiling is not moving data: only the simulator's run is measured
         with backend(name) as run, Context.acquire() as ctx:
-            args = _arguments(kernel, module, ctx, np.random.default_rng(0))
+            args = random_arguments(kernel, ctx, np.random.default_rng(0), module)
             built.clear()  # inputs are made by the host; the kernel's own moves are measured
             run(kernel, ctx, *args)
     except Exception as error:  # a kernel a backend refuses (pair mode, several chips) moves nothing
