@@ -154,3 +154,21 @@ def test_the_new_engines_round_trip_through_visa_text_and_schedule_inside_main(t
     assert "transpose[8×8 → 8 rows, ×1: 16 cycles]" in description
     assert slot.costed.cycles >= switch_cycles(engines["switch"]) == 256 * 8 * 1
     assert slot.costed.tpe == "Main"
+
+
+def test_a_stages_layout_decides_the_layout_fields_of_its_config():
+    """`Stage.layout` is the one declaration: the records of configs/layouts.py follow it (stage 2 and the
+    simulator read it too), and a stage that keeps its layout holds no layout field but its port's walks."""
+    from furiosa_opt.configs.layouts import RECORDS
+    from furiosa_opt.stages import LAYOUTS
+
+    ports = {"rf_walk", "rf_table", "stash_walk", "stash_table"}
+    for stage in STAGES.values():
+        fields = {f.name for f in RECORDS[stage.name].fields} if stage.name in RECORDS else set()
+        assert stage.layout is None or stage.layout in LAYOUTS, stage.name
+        if stage.layout in ("walk", "store", "fold"):
+            assert {"walk", "table"} <= fields, stage.name
+        if stage.layout in ("walk", "shape", "fold"):
+            assert {"steps", "lanes", "live"} <= fields, stage.name
+        if stage.layout is None:
+            assert fields <= ports and bool(fields) == (stage.rf == "vrf"), stage.name

@@ -44,18 +44,16 @@ _FOLD = (
     Field("terms", 32, "the box of the fold's terms `[outputs, reduced]`: a term at padding is skipped", repeat=_BOX),
     Field("reduced", 32, "terms each output folds, in order"),
 )
-_RELAYOUTS = ("collect", "cast", "commit_trim", "vector_intra_slice_unzip", "vector_narrow_split",
-              "vector_narrow_trim", "vector_widen_concat", "vector_widen_pad")  # fmt: skip
-_NEW_LAYOUT = ("fetch", "transpose", "vector_logic_zip", "vector_fxp_zip", "vector_fp_zip", "vector_clip_zip")
 
 
 def _records() -> dict[str, Record]:
-    records = {stage: Record(stage, (*_MOVE, *_SHAPE)) for stage in _RELAYOUTS}
-    records.update({stage: Record(stage, _SHAPE) for stage in _NEW_LAYOUT})
+    walked = [s.name for s in STAGES.values() if s.layout == "walk"]
+    records = {stage: Record(stage, (*_MOVE, *_SHAPE)) for stage in walked}
+    records.update({s.name: Record(s.name, _SHAPE) for s in STAGES.values() if s.layout == "shape"})
     slices = Field("in_slices", 32, "the input's slices per cluster")
     records["switch"] = Record("switch", (slices, *_SHAPE))
     target = Field("target", 32, "the box of the register file's layout inside a slice", repeat=_BOX)
-    records.update({stage: Record(stage, (*_MOVE, target)) for stage in ("to_trf", "to_vrf")})
+    records.update({s.name: Record(s.name, (*_MOVE, target)) for s in STAGES.values() if s.layout == "store"})
     records.update({s.name: Record(s.name, _PORTS) for s in STAGES.values() if s.rf == "vrf"})
     lhs = walk_fields("lhs_", "the stream walked into the fold's terms")
     rhs = walk_fields("rhs_", "the TRF tensor walked into the fold's terms")
@@ -70,7 +68,8 @@ def _records() -> dict[str, Record]:
         Field("target", 32, "the box of each cluster's output `[Slice, Time, Packet]`", repeat=_BOX),
         *_SHAPE,
     )
-    records.update({s: Record(s, reducer) for s in ("vector_intra_slice_reduce", "vector_inter_slice_reduce")})
+    reducers = [s.name for s in STAGES.values() if s.layout == "fold" and s.engine == "vector"]
+    records.update({stage: Record(stage, reducer) for stage in reducers})
     return records
 
 

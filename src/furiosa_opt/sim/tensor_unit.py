@@ -28,6 +28,7 @@ from furiosa_opt.sim.memory import Fault, Loops, Memories
 from furiosa_opt.sim.stream import Operand, Stream, Unsupported
 from furiosa_opt.sim.switch import route
 from furiosa_opt.sim.walk import box_mask, box_size, gather
+from furiosa_opt.stages import STAGES
 from furiosa_opt.terms import fold_terms, reduce_terms, widener
 from furiosa_opt.vector import arithmetic
 from furiosa_opt.vector.codes import OPS
@@ -252,6 +253,7 @@ def _transpose(unit: TensorUnit, stream: Stream, config: dict, command: Command)
 
 
 HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/stages.py)
+    **{s.name: _relaid for s in STAGES.values() if s.layout == "walk"},  # a walk, and nothing else
     "fetch": _fetch,
     "fetch_cast": _cast,
     "fetch_table_lookup": _table_lookup,
@@ -265,19 +267,13 @@ HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/s
     "commit": _commit,
     "commit_view": _commit,
     "switch": route,
-    "collect": _relaid,
     "transpose": _transpose,
     "cast": _cast,
-    "commit_trim": _relaid,
     "commit_cast": _commit_cast(relu=False),
     "commit_cast_relu": _commit_cast(relu=True),
     "vector_intra_slice_unzip": _unzip,
     "vector_intra_slice_reduce": _intra_slice_reduce,
     "vector_inter_slice_reduce": _inter_slice_reduce,
-    "vector_narrow_split": _relaid,
-    "vector_narrow_trim": _relaid,
-    "vector_widen_concat": _relaid,
-    "vector_widen_pad": _relaid,
     **vector_engine.HANDLERS,
 }
 

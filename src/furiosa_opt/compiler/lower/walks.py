@@ -85,22 +85,6 @@ def shape(obj: object, group: Mapping | None) -> dict:
     return {"steps": time.size, "lanes": stream.packet.size, "live": box(stream_layout(obj, group))}
 
 
-RELAYOUTS = frozenset(
-    {
-        "collect",
-        "cast",
-        "commit_trim",
-        "vector_intra_slice_unzip",
-        "vector_narrow_split",
-        "vector_narrow_trim",
-        "vector_widen_concat",
-        "vector_widen_pad",
-    }
-)
-ZIPS = ("vector_logic_zip", "vector_fxp_zip", "vector_fp_zip", "vector_clip_zip")
-RESHAPED = frozenset({"fetch", "switch", "transpose", *ZIPS})  # a new layout without a walk
-
-
 class ChainLayouts:
     """One pipeline's stages in order: the layout fields of each stage's config, from the replayed stream
     before and after it. It remembers what later stages need: pair mode's group axis (from the unzip to
@@ -118,22 +102,23 @@ class ChainLayouts:
         if stage == "vector_intra_slice_unzip":
             self.group = op.attr("axis")
         fields: dict = {}
-        if stage in RELAYOUTS:
+        kind = STAGES[stage].layout
+        if kind == "walk":
             fields.update(walk(stream_layout(before, self._group(before)), stream_layout(after, self.group)))
-        if stage in RELAYOUTS or stage in RESHAPED:
+        if kind in ("walk", "shape"):
             if not hasattr(after, "g0"):
                 self.group = None
             fields.update(shape(after, self.group))
         if stage == "switch":
             fields["in_slices"] = before.spatial[2].size
-        if stage in ("to_trf", "to_vrf"):
+        if kind == "store":
             target = pair(op.attr("lane"), op.attr("element")) if stage == "to_trf" else op.attr("element")
             fields.update(walk(stream_layout(before, self._group(before)), target), target=box(target))
         if stage == "vector_stash":
             self.stash = stream_layout(before, self._group(before))
-        if stage.startswith("contract_"):
+        if STAGES[stage].engine == "contraction":
             fields.update(self.contraction(op, before, after, rf))
-        if stage in ("vector_intra_slice_reduce", "vector_inter_slice_reduce"):
+        if kind == "fold" and STAGES[stage].engine == "vector":
             fields.update(self.reduce(op, before, after))
         if STAGES[stage].rf == "vrf":  # the port's walks, empty where the operand reads neither
             here = stream_layout(before, self._group(before))
