@@ -32,7 +32,7 @@ from furiosa_opt.files import printable, write_atomic
 from furiosa_opt.sim.machine import SimulatorError, run
 from furiosa_opt.sim.memory import SLICES
 from furiosa_opt.sim.timing import compare, simulate, trace_json
-from furiosa_opt.sim.walk import box_size
+from furiosa_opt.sim.walk import box_size, extent
 
 POSITION_BYTES = 32  # host bytes per stream position and slice: values, tags and an engine's temporaries
 
@@ -188,8 +188,12 @@ def _temporary(edf: Edf, command: Command, rows: int) -> int:
         for sequencer in (command.fetch, command.commit)
         if sequencer is not None
     ]
-    positions += [config["steps"] * config["lanes"] for config in command.engines if "steps" in config]
-    positions += [box_size(config[key]) for config in command.engines for key in ("terms", "target") if key in config]
+    for config in command.engines:  # what a stage makes: its stream, a fold's terms, a walk's reach or table
+        positions += [config["steps"] * config["lanes"]] if "steps" in config else []
+        positions += [box_size(config[key]) for key in ("terms", "target") if key in config]
+        positions += [
+            extent(v) if k.endswith("walk") else len(v) for k, v in config.items() if k.endswith(("walk", "table"))
+        ]
     positions += [buffers[name].bytes * 2 for name in command.inputs]  # a register file: 4-bit at the most
     return rows * max(positions, default=1) * POSITION_BYTES
 

@@ -10,7 +10,8 @@ import numpy as np
 
 from furiosa_opt.compiler.lir import Command
 from furiosa_opt.dtypes import DType
-from furiosa_opt.sim.walk import box_mask
+from furiosa_opt.sim.memory import Fault
+from furiosa_opt.sim.walk import box_mask, box_size
 
 
 class Unsupported(Exception):
@@ -27,12 +28,18 @@ class Stream:
     tags: np.ndarray | None = None  # inside the Vector Engine: each element's 4-bit tag, same shape
 
     @property
+    def positions(self) -> int:
+        return self.steps * self.lanes
+
+    @property
     def live(self) -> np.ndarray | None:
         """Which positions hold a value (None: all do)."""
         return box_mask(self.box)
 
     def reshaped(self, config: dict) -> Stream:
         """The stream with the layout a config gives it (`steps`, `lanes`, `live`), values unchanged."""
+        if box_size(config["live"]) != config["steps"] * config["lanes"]:
+            raise Fault(f"a live box of {box_size(config['live'])} positions for {config['steps']} × {config['lanes']}")
         return replace(self, steps=config["steps"], lanes=config["lanes"], box=config["live"])
 
 

@@ -55,7 +55,7 @@ class TensorUnit:
         """The fetch sequencer's walk of DM (memory 1) as the stream; padding positions read zero."""
         sequencer = command.fetch
         dtype = dtype_by_name(self.buffers[sequencer.buffer].dtype)
-        shape = Stream(np.empty((0, 0)), dtype, config["steps"], config["lanes"], config["live"])
+        shape = Stream(np.empty((0, 0)), dtype, 0, 0, []).reshaped(config)
         loops = _loops(sequencer, 1, shape, "fetch", dtype)
         if sequencer.interleave and dtype.bits < 8:
             raise Unsupported(f"a pair-mode fetch of {dtype} (4-bit) tensors")
@@ -73,7 +73,9 @@ class TensorUnit:
         """A register-file store: the stream walked into the file's layout (the config's `target` box) at
         the buffer's address."""
         buffer = self.buffers[command.outputs[0]]
-        values = gather(stream.values, config["walk"], config["table"], box_mask(config["target"]))
+        values = gather(
+            stream.values, config["walk"], config["table"], box_size(config["target"]), box_mask(config["target"])
+        )
         loops = _contiguous(box_size(config["target"]), stream.dtype)
         _write(self.memories, buffer.memory, buffer.address, loops, stream.dtype, values, None)
 
@@ -93,13 +95,15 @@ class TensorUnit:
     def rf_values(self, stream: Stream, config: dict, command: Command) -> np.ndarray:
         """The VRF tensor the config names, walked into the stream's layout (`rf_walk`)."""
         vrf = self.operand(command, config, "vrf")
-        return gather(vrf.values, config["rf_walk"], config["rf_table"], stream.live)
+        return gather(vrf.values, config["rf_walk"], config["rf_table"], stream.positions, stream.live)
 
     def stash_values(self, stream: Stream, config: dict) -> np.ndarray:
         """What the command's `vector_stash` wrote, walked into the stream's layout (`stash_walk`)."""
         if "stash" not in self.pending:
             raise Fault(f"`{config['stage']}` reads the stash before any `vector_stash` of its command wrote it")
-        return gather(self.pending.pop("stash"), config["stash_walk"], config["stash_table"], stream.live)
+        return gather(
+            self.pending.pop("stash"), config["stash_walk"], config["stash_table"], stream.positions, stream.live
+        )
 
     # ---- the Contraction Engine ----
 
@@ -115,13 +119,13 @@ class TensorUnit:
             return stream
         lhs, trf = pending["lhs"], pending["trf"]
         acc = DTYPE_CODES.value(config["acc"])
-        terms = []
+        terms, count = [], box_size(config["terms"])
         for side, operand in (("lhs", lhs), ("rhs", trf)):
             values = widener(acc, operand.dtype)(operand.values)
-            terms.append(gather(values, config[f"{side}_walk"], config[f"{side}_table"], None))
+            terms.append(gather(values, config[f"{side}_walk"], config[f"{side}_table"], count, None))
         sums = fold_terms(*terms, _term_live(config), acc.storage)
         out = replace(stream.reshaped(config), dtype=acc, tags=None)
-        return replace(out, values=gather(sums, config["walk"], config["table"], out.live))
+        return replace(out, values=gather(sums, config["walk"], config["table"], out.positions, out.live))
 
 
 # ---- the stage handlers: (unit, stream, config, command) -> the stream after the stage ----
@@ -131,8 +135,8 @@ def _relaid(unit: TensorUnit, stream: Stream, config: dict, command: Command | N
     """The stream (and its tags) walked into the config's `time` and `packet` layout."""
     moved = stream.reshaped(config)
     live = moved.live
-    values = gather(stream.values, config["walk"], config["table"], live)
-    tags = None if stream.tags is None else gather(stream.tags, config["walk"], config["table"], live)
+    values = gather(stream.values, config["walk"], config["table"], moved.positions, live)
+    tags = None if stream.tags is None else gather(stream.tags, config["walk"], config["table"], moved.positions, live)
     return replace(moved, values=values, tags=tags)
 
 
@@ -186,7 +190,7 @@ def _cluster_reduce(stream: Stream, config: dict, keep_tags: bool) -> Stream:
     at a time in the terms' order (`reduce_terms`); padding of the output holds the identity, as upstream
     leaves it (a Max-reduce's padding is -inf)."""
     per_cluster = RNGD.slices_per_cluster
-    clusters = stream.values.reshape(-1, per_cluster, stream.steps * stream.lanes)
+    clusters = stream.values.reshape(-1, per_cluster, stream.positions)
     source = clusters[:, : config["in_slices"]].reshape(clusters.shape[0], -1)
     out = stream.reshaped(config)
     target_live = box_mask(config["target"])
@@ -195,7 +199,7 @@ def _cluster_reduce(stream: Stream, config: dict, keep_tags: bool) -> Stream:
     reduced = reduce_terms(_terms(source, config), read, target_live, step, identity)
 
     def placed(cells: np.ndarray) -> np.ndarray:
-        held = np.zeros((clusters.shape[0], per_cluster, out.steps * out.lanes), dtype=cells.dtype)
+        held = np.zeros((clusters.shape[0], per_cluster, out.positions), dtype=cells.dtype)
         held[:, : config["slices"]] = cells.reshape(clusters.shape[0], config["slices"], -1)
         return held.reshape(stream.values.shape[0], -1)
 
@@ -209,7 +213,7 @@ def _cluster_reduce(stream: Stream, config: dict, keep_tags: bool) -> Stream:
 
 def _terms(values: np.ndarray, config: dict) -> np.ndarray:
     """[batch, outputs, reduced]: the values each output folds, by the config's walk."""
-    moved = gather(values, config["walk"], config["table"], None)
+    moved = gather(values, config["walk"], config["table"], box_size(config["terms"]), None)
     return moved.reshape(values.shape[0], -1, config["reduced"])
 
 
@@ -287,7 +291,7 @@ def _loops(sequencer: Sequencer, memory: int, stream: Stream, which: str, dtype:
     """The sequencer's loops in `memory`, which must visit every position of the stream once."""
     sizes, strides = sequencer_loops(sequencer, memory)
     sizes = tuple(max(0, n) for n in sizes)  # a negative size visits nothing, as the address walk did
-    positions = stream.steps * stream.lanes
+    positions = stream.positions
     if math.prod(sizes) * _per_byte(dtype) != positions:
         visits = math.prod(sizes) * _per_byte(dtype)
         raise Fault(f"the {which} sequencer visits {visits} positions, the stream has {positions}")

@@ -12,7 +12,7 @@ backends instead of being made twice.
   layout is not a mixed-radix split (composite atoms), stage 2 writes a **table** instead: the source
   position of each destination position, -1 at padding.
 
-    gather(values, walk=[4, 1, 8, 4], table=[], live=box_mask([4, 4, 8, 8]))   # a 4×8 transpose
+    gather(values, walk=[8, 1, 4, 8], table=[], positions=32, live=None)   # a 4×8 matrix transposed
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+
+from furiosa_opt.sim.memory import Fault
 
 Box = tuple[tuple[int, int], ...]
 
@@ -45,17 +47,28 @@ def box_mask(box: list[int]) -> np.ndarray | None:
     return mask
 
 
-def gather(values: np.ndarray, walk: list[int], table: list[int], live: np.ndarray | None) -> np.ndarray:
-    """`values` [batch, source positions] moved into the destination layout [batch, positions]: by the
+def extent(walk: list[int]) -> int:
+    """Source positions a walk's loops reach: one past its furthest read (over-reads at padding included)."""
+    return 1 + sum((n - 1) * s for n, s in pairs(walk) if n > 0)
+
+
+def gather(
+    values: np.ndarray, walk: list[int], table: list[int], positions: int, live: np.ndarray | None
+) -> np.ndarray:
+    """`values` [batch, source positions] moved into the destination layout [batch, `positions`]: by the
     walk (a strided view, one copy) or the table, zero where `live` says the destination is padding."""
-    batch = values.shape[0]
+    batch, visits = values.shape[0], len(table) if table else math.prod(walk[::2])
+    if visits != positions or (live is not None and len(live) != positions):
+        raise Fault(f"a walk visits {visits} positions, its destination has {positions}")
     if table:
         index = np.asarray(table, dtype=np.int64)
+        if index.size and not -1 <= index.min() <= index.max() < values.shape[1]:
+            raise Fault(f"a table reads position {index.max()} of a source of {values.shape[1]}")
         out = values[:, np.maximum(index, 0)]
         out[:, index < 0] = 0
     else:
         loops = pairs(walk)
-        reach = 1 + sum((n - 1) * s for n, s in loops if n > 0)  # an over-read at padding walks past the end
+        reach = extent(walk)  # an over-read at padding walks past the end: it reads zeros
         source = np.ascontiguousarray(values)
         if reach > source.shape[1]:
             source = np.concatenate([source, np.zeros((batch, reach - source.shape[1]), source.dtype)], axis=1)
