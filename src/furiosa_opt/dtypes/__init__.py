@@ -31,7 +31,16 @@ each module importing only those above it:
 """
 
 from furiosa_opt.dtypes.bits import DTypeError
-from furiosa_opt.dtypes.convert import convert, from_f32, from_user, rand, table_lookup, to_f32
+from furiosa_opt.dtypes.convert import (
+    commit_cast,
+    convert,
+    from_f32,
+    from_user,
+    rand,
+    table_lookup,
+    to_f32,
+    zero_point_sub,
+)
 from furiosa_opt.dtypes.floats import (
     bf16_from_f32,
     bf16_from_f32_hw,
@@ -79,6 +88,7 @@ __all__ = [
     "bf16_from_f32_hw",
     "bf16_from_f32_relu_hw",
     "code_of",
+    "commit_cast",
     "convert",
     "dtype_by_name",
     "f4e2m1",
@@ -116,4 +126,5 @@ __all__ = [
     "unpack_nibbles",
     "widen_int",
     "wrap_int",
+    "zero_point_sub",
 ]

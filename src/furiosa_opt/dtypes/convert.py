@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from furiosa_opt.dtypes.bits import DTypeError
+from furiosa_opt.dtypes.floats import bf16_from_f32_hw, bf16_from_f32_relu_hw
 from furiosa_opt.dtypes.ints import _check_int, widen_int, wrap_int
 from furiosa_opt.dtypes.table import _FROM_F32, _FROM_USER, _TO_F32, DType, bf16, f4e2m1, f8e4m3, f8e5m2, f32, i32
 
@@ -46,6 +47,21 @@ def convert(values, source: DType, target: DType) -> np.ndarray:
         return wide if target == i32 else wrap_int(wide, target)
     wide = values if source == f32 else to_f32(values, source)
     return wide if target == f32 else from_f32(wide, target)
+
+
+def zero_point_sub(values, zero_point: int, target: DType) -> np.ndarray:
+    """The Fetch Adapter's zero-point subtraction: `values − zero_point` in the one-bit-wider staging type
+    (i4 → i5, i8 → i9), which holds every difference, so nothing wraps.
+
+        zero_point_sub(np.array([0, 7], np.int8), 3, i9)   # [-3, 4]
+    """
+    return (np.asarray(values).astype(np.int32) - zero_point).astype(target.storage)
+
+
+def commit_cast(values, relu: bool) -> np.ndarray:
+    """The Commit Adapter's f32 → bf16 as the hardware rounds it; with `relu`, negatives (and -0.0) become
+    zero on the way."""
+    return bf16_from_f32_relu_hw(values) if relu else bf16_from_f32_hw(values)
 
 
 def from_user(values, dtype: DType, copy: bool = True) -> np.ndarray:

@@ -8,8 +8,6 @@ parameters in upstream's Rust order (also accepted as keywords).
 
 from __future__ import annotations
 
-import numpy as np
-
 from furiosa_opt import dtypes
 from furiosa_opt.backend import active
 from furiosa_opt.diagnostics import VerifyError, user_facing
@@ -236,7 +234,7 @@ class Stream:
         """
         self._expect("fetch_zero_point_sub")
         rules.check_zero_point_sub(self.dtype, dtype, zero_point)
-        subtract = lambda v: (v.astype(np.int32) - zero_point).astype(dtype.storage)  # noqa: E731
+        subtract = lambda v: dtypes.zero_point_sub(v, zero_point, dtype)  # noqa: E731
         return self._adapted("fetch_zero_point_sub", subtract, zero_point=zero_point, dtype=dtype)
 
     @user_facing
@@ -369,8 +367,7 @@ class Stream:
     def _commit_cast(self, dtype: DType, relu: bool) -> Stream:
         self._expect("commit_cast_relu" if relu else "commit_cast")
         rules.check_commit_cast(self.packet, self.dtype, dtype)
-        convert_ = dtypes.bf16_from_f32_relu_hw if relu else dtypes.bf16_from_f32_hw
-        data = active().elementwise(convert_, self.data)
+        data = active().elementwise(lambda v: dtypes.commit_cast(v, relu), self.data)
         stage = "commit_cast_relu" if relu else "commit_cast"
         result = Stream(self.ctx, stage, dtype, self.spatial, self.time, self.packet, data)
         return self._recorded(result, stage, dtype=dtype)

@@ -153,15 +153,14 @@ def _table_lookup(unit: TensorUnit, stream: Stream, config: dict, command: Comma
 
 def _zero_point_sub(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
     target = DTYPE_CODES.value(config["dtype"])
-    values = (stream.values.astype(np.int32) - config["zero_point"]).astype(target.storage)
+    values = dtypes.zero_point_sub(stream.values, config["zero_point"], target)
     return replace(stream, values=values, dtype=target)
 
 
 def _commit_cast(relu: bool) -> Callable:
-    convert = dtypes.bf16_from_f32_relu_hw if relu else dtypes.bf16_from_f32_hw
-
     def stage(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-        return replace(stream, values=convert(stream.values), dtype=DTYPE_CODES.value(config["dtype"]))
+        values = dtypes.commit_cast(stream.values, relu)
+        return replace(stream, values=values, dtype=DTYPE_CODES.value(config["dtype"]))
 
     return stage
 
