@@ -73,13 +73,17 @@ def finds(bodies: list[dict]) -> list[dict]:
     OverflowError), a pipeline without its fetch (an AttributeError in sim/tensor_unit.py), an engine op
     of the wrong type (then the integer 7 where text was read: a TypeError in parse_op; now that the op is
     a code, the text "7"), a VRF buffer with three levels (a TypeError in
-    mapping/algebra.py)."""
+    mapping/algebra.py), and since the format's version 7: a walk of an odd number of values (a ValueError
+    in sim/walk.py) and a pipeline ending in `commit` without a commit sequencer (an AttributeError in
+    compiler/lir.py)."""
     add, mul = (bodies[SEEDS.index(KERNELS[name])] for name in ("constant_add", "elementwise_mul"))
     return [
         _edited(add, lambda b: _exec(b)["fetch"]["packet"][0].update(stride=1 << 63)),
         _edited(add, lambda b: _exec(b)["engines"].pop(0)),
         _edited(add, lambda b: _exec(b)["engines"][4].update(op="7")),
         _edited(mul, lambda b: b["buffers"][4]["levels"].pop()),
+        _edited(add, lambda b: _exec(b)["engines"][1]["walk"].pop()),
+        _edited(add, lambda b: _exec(b).update(commit=None)),
     ]
 
 

@@ -23,6 +23,7 @@ class Field:
     meaning: str
     signed: bool = False
     repeat: int = 1  # 1: one integer; more: a list of at most this many integers
+    group: int = 1  # a list's values come in groups of this many (2: a box's or a walk's pairs)
 
     def problem(self, value: object) -> str | None:
         """Why `value` cannot be this field's content, or None."""
@@ -31,6 +32,8 @@ class Field:
             return f"is not a list of integers ({type(value).__name__})"
         if len(values) > self.repeat:
             return f"holds {len(values)} values, at most {self.repeat} fit"
+        if len(values) % self.group:
+            return f"holds {len(values)} values, not a whole number of groups of {self.group}"
         low, high = (-(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1) if self.signed else (0, (1 << self.bits) - 1)
         for v in values:
             if not isinstance(v, int) or isinstance(v, bool):

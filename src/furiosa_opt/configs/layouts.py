@@ -18,10 +18,17 @@ MAX_DIGITS = 32  # digits a box or loops a walk may hold: the format's bound, fa
 MAX_TABLE = 1 << 24  # positions a table may list
 
 _BOX = 2 * MAX_DIGITS
+
+
+def _box(name: str, meaning: str) -> Field:
+    """A box field: `extent, live` pairs, one per digit."""
+    return Field(name, 32, meaning, repeat=_BOX, group=2)
+
+
 STEPS = Field("steps", 32, "the stream's Time positions after the stage (pair mode: both groups')")
 LANES = Field("lanes", 32, "the stream's Packet positions after the stage")
-LIVE = Field("live", 32, "the box of the stream's layout `[Time, Packet]` after the stage: `extent, live` per "
-             "digit, outermost first", repeat=_BOX)  # fmt: skip
+LIVE = _box("live", "the box of the stream's layout `[Time, Packet]` after the stage: `extent, live` per "
+             "digit, outermost first")  # fmt: skip
 _SHAPE = (STEPS, LANES, LIVE)
 
 
@@ -30,7 +37,7 @@ def walk_fields(prefix: str, what: str) -> tuple[Field, Field]:
     the table used instead where a layout is not a mixed-radix split (source position per destination
     position, -1 at padding; empty when the walk is given)."""
     return (
-        Field(f"{prefix}walk", 32, f"{what}: loops `size, stride` over the source positions", repeat=2 * MAX_DIGITS),
+        Field(f"{prefix}walk", 32, f"{what}: loops `size, stride` over the source positions", repeat=_BOX, group=2),
         Field(f"{prefix}table", 32, f"{what}: source position per position, -1 at padding", True, MAX_TABLE),
     )
 
@@ -41,7 +48,7 @@ _PORTS = (
     *walk_fields("stash_", "the stash walked into the stream (empty: the operand reads none)"),
 )
 _FOLD = (
-    Field("terms", 32, "the box of the fold's terms `[outputs, reduced]`: a term at padding is skipped", repeat=_BOX),
+    _box("terms", "the box of the fold's terms `[outputs, reduced]`: a term at padding is skipped"),
     Field("reduced", 32, "terms each output folds, in order"),
 )
 
@@ -52,7 +59,7 @@ def _records() -> dict[str, Record]:
     records.update({s.name: Record(s.name, _SHAPE) for s in STAGES.values() if s.layout == "shape"})
     slices = Field("in_slices", 32, "the input's slices per cluster")
     records["switch"] = Record("switch", (slices, *_SHAPE))
-    target = Field("target", 32, "the box of the register file's layout inside a slice", repeat=_BOX)
+    target = _box("target", "the box of the register file's layout inside a slice")
     records.update({s.name: Record(s.name, (*_MOVE, target)) for s in STAGES.values() if s.layout == "store"})
     records.update({s.name: Record(s.name, _PORTS) for s in STAGES.values() if s.rf == "vrf"})
     lhs = walk_fields("lhs_", "the stream walked into the fold's terms")
@@ -64,8 +71,8 @@ def _records() -> dict[str, Record]:
         *_FOLD,
         slices,
         Field("slices", 32, "the output's slices per cluster"),
-        Field("source", 32, "the box of each cluster's input `[Slice, Time, Packet]`", repeat=_BOX),
-        Field("target", 32, "the box of each cluster's output `[Slice, Time, Packet]`", repeat=_BOX),
+        _box("source", "the box of each cluster's input `[Slice, Time, Packet]`"),
+        _box("target", "the box of each cluster's output `[Slice, Time, Packet]`"),
         *_SHAPE,
     )
     reducers = [s.name for s in STAGES.values() if s.layout == "fold" and s.engine == "vector"]

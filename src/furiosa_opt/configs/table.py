@@ -30,7 +30,7 @@ def markdown() -> str:
     rows = [BEGIN, "| stage | field | bits | values | meaning |", "|---|---|---|---|---|"]
     for stage, fields in fields_by_stage().items():
         for f in fields:
-            count = f"up to {f.repeat}" if f.repeat > 1 else "1"
+            count = (f"up to {f.repeat}" + (" (pairs)" if f.group == 2 else "")) if f.repeat > 1 else "1"
             bits = f"{f.bits}, signed" if f.signed else str(f.bits)
             meaning = f.meaning.replace("|", r"\|")
             rows.append(f"| `{stage}` | `{f.name}` | {bits} | {count} | {meaning} |")

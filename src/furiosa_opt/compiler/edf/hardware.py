@@ -64,6 +64,8 @@ def _check_engines(command: dict, bad: Callable[[str, str], Malformed]) -> None:
     engines = command["engines"]
     if command["fetch"] is None or not engines or engines[0]["stage"] != "fetch":
         raise bad(".engines", "a Tensor Unit command starts with its `fetch` stage and has a fetch sequencer")
+    if engines[-1]["stage"] in ("commit", "commit_view") and command["commit"] is None:
+        raise bad(".commit", f"a pipeline that ends in `{engines[-1]['stage']}` has a commit sequencer")
     for k, config in enumerate(engines[:-1]):
         if config["stage"] in ENDS:
             raise bad(f".engines[{k}].stage", f"`{config['stage']}` ends a pipeline; it can only be the last stage")
