@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, example, given, settings
 
 from furiosa_opt.compiler.driver import compile_kernel
 from furiosa_opt.compiler.edf import EdfError, read_edf
+from furiosa_opt.configs.layouts import box_size
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.sim.__main__ import SimulatorFailure, simulate_files
 
@@ -74,9 +75,10 @@ def finds(bodies: list[dict]) -> list[dict]:
     of the wrong type (then the integer 7 where text was read: a TypeError in parse_op; now that the op is
     a code, the text "7"), a VRF buffer with three levels (a TypeError in
     mapping/algebra.py), and since the format's version 7: a walk of an odd number of values (a ValueError
-    in sim/walk.py) and a pipeline ending in `commit` without a commit sequencer (an AttributeError in
-    compiler/lir.py)."""
-    add, mul = (bodies[SEEDS.index(KERNELS[name])] for name in ("constant_add", "elementwise_mul"))
+    in sim/walk.py), a pipeline ending in `commit` without a commit sequencer (an AttributeError in
+    compiler/lir.py) and a fold whose terms per output do not divide its terms (a ValueError in
+    sim/tensor_unit.py)."""
+    add, mul, gemm = (bodies[SEEDS.index(KERNELS[name])] for name in ("constant_add", "elementwise_mul", "gemm"))
     return [
         _edited(add, lambda b: _exec(b)["fetch"]["packet"][0].update(stride=1 << 63)),
         _edited(add, lambda b: _exec(b)["engines"].pop(0)),
@@ -84,7 +86,14 @@ def finds(bodies: list[dict]) -> list[dict]:
         _edited(mul, lambda b: b["buffers"][4]["levels"].pop()),
         _edited(add, lambda b: _exec(b)["engines"][1]["walk"].pop()),
         _edited(add, lambda b: _exec(b).update(commit=None)),
+        _edited(gemm, lambda b: _lane(b).update(reduced=box_size(_lane(b)["terms"]) + 1)),
     ]
+
+
+def _lane(body: dict) -> dict:
+    """The contraction's `contract_lane` config."""
+    configs = (c for stream in body["streams"].values() for command in stream for c in command["engines"])
+    return next(c for c in configs if c["stage"] == "contract_lane")
 
 
 def main(examples: int, budget: int) -> dict[str, int]:

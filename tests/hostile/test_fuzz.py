@@ -95,7 +95,7 @@ def test_fuzz_edf_simulator_under_a_memory_limit():
     done = run([PYTHON, script, str(count), str(GIB), str(256 << 20)], ROOT, timeout=3600)
     assert done.code == 0, done.text
     result = json.loads(done.stdout.splitlines()[-1])
-    assert result["pinned"] == 6 and result["examples"] == count + result["pinned"]
+    assert result["pinned"] == 7 and result["examples"] == count + result["pinned"]
     assert result["ran"] > 0 and result["refused_by_reader"] > result["pinned"]
     COUNTS["edf simulator"] = result["examples"]
     print(f"\nfuzz edf simulator: {json.dumps(result)}")

@@ -11,6 +11,9 @@ of their terms into `[outputs, reduced]` and the count of reduced terms.
 
 from __future__ import annotations
 
+import math
+
+from furiosa_opt.arch import RNGD
 from furiosa_opt.configs.fields import Field, Record
 from furiosa_opt.stages import STAGES
 
@@ -81,3 +84,27 @@ def _records() -> dict[str, Record]:
 
 
 RECORDS: dict[str, Record] = _records()
+
+
+def box_size(box: list[int]) -> int:
+    """Positions of the layout a box describes: the product of its extents."""
+    return math.prod(box[::2])
+
+
+def problem(config: dict) -> tuple[str, str] | None:
+    """(field, why) for the first layout field of a config (each declared field read already) whose numbers
+    do not fit one another or the chip: a live box as large as its shape, a fold's terms a whole number of
+    outputs, a reducer's slices within a cluster."""
+    if "live" in config and box_size(config["live"]) != config["steps"] * config["lanes"]:
+        shape = f"{config['steps']} × {config['lanes']}"
+        return "live", f"describes {box_size(config['live'])} positions, the stream has {shape}"
+    if "terms" in config:
+        reduced, terms = config["reduced"], box_size(config["terms"])
+        if reduced < 1 or terms % reduced:
+            return "reduced", f"{reduced} terms per output do not divide the {terms} terms"
+        if "source" in config and box_size(config["target"]) * reduced != terms:
+            return "terms", f"{terms} terms for {box_size(config['target'])} outputs of {reduced} terms each"
+    for key in ("in_slices", "slices"):
+        if key in config and not 1 <= config[key] <= RNGD.slices_per_cluster:
+            return key, f"{config[key]} slices, a cluster has 1 to {RNGD.slices_per_cluster}"
+    return None

@@ -27,12 +27,13 @@ from typing import TypeVar
 from furiosa_opt import env
 from furiosa_opt.compiler.edf import Edf, EdfError, Leaf, footprint, read_edf_file
 from furiosa_opt.compiler.lir import Command
+from furiosa_opt.configs.layouts import box_size
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.files import printable, write_atomic
 from furiosa_opt.sim.machine import SimulatorError, run
 from furiosa_opt.sim.memory import SLICES
 from furiosa_opt.sim.timing import compare, simulate, trace_json
-from furiosa_opt.sim.walk import box_size, extent
+from furiosa_opt.sim.walk import extent
 
 POSITION_BYTES = 32  # host bytes per stream position and slice: values, tags and an engine's temporaries
 

@@ -9,9 +9,10 @@ from typing import Protocol
 import numpy as np
 
 from furiosa_opt.compiler.lir import Command
+from furiosa_opt.configs.layouts import box_size
 from furiosa_opt.dtypes import DType
 from furiosa_opt.sim.memory import Fault
-from furiosa_opt.sim.walk import box_mask, box_size
+from furiosa_opt.sim.walk import box_mask
 
 
 class Unsupported(Exception):

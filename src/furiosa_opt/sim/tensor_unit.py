@@ -22,12 +22,13 @@ import numpy as np
 from furiosa_opt import dtypes
 from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.lir import DM_BASE, Buffer, Command, Sequencer, sequencer_loops
+from furiosa_opt.configs.layouts import box_size
 from furiosa_opt.dtypes import DTYPE_CODES, DType, dtype_by_name
 from furiosa_opt.sim import vector_engine
 from furiosa_opt.sim.memory import Fault, Loops, Memories
 from furiosa_opt.sim.stream import Operand, Stream, Unsupported
 from furiosa_opt.sim.switch import route
-from furiosa_opt.sim.walk import box_mask, box_size, gather
+from furiosa_opt.sim.walk import box_mask, gather
 from furiosa_opt.stages import STAGES
 from furiosa_opt.terms import fold_terms, reduce_terms, widener
 from furiosa_opt.vector import arithmetic

@@ -32,11 +32,6 @@ def pairs(flat: list[int]) -> list[tuple[int, int]]:
     return list(zip(flat[::2], flat[1::2], strict=True))
 
 
-def box_size(box: list[int]) -> int:
-    """Positions of the layout `box` describes."""
-    return math.prod(box[::2])
-
-
 def box_mask(box: list[int]) -> np.ndarray | None:
     """Which positions of the layout hold a value (None: all do), one outer AND per digit."""
     if all(extent == live for extent, live in pairs(box)):

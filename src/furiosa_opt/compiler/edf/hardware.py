@@ -12,6 +12,7 @@ from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.edf.schema import CONTEXTS, Malformed, is_int
 from furiosa_opt.compiler.edf.streams import loop_of, offset_ranges
 from furiosa_opt.compiler.lir import CHIP_STRIDE, DM_BASE
+from furiosa_opt.configs import layouts
 from furiosa_opt.configs import vector as configs
 from furiosa_opt.configs.layouts import RECORDS as LAYOUTS
 from furiosa_opt.dtypes import DTypeError, dtype_by_name
@@ -75,6 +76,9 @@ def _check_engines(command: dict, bad: Callable[[str, str], Malformed]) -> None:
             problem = "is missing" if field.name not in config else field.problem(config[field.name])
             if problem is not None:
                 raise bad(f".engines[{k}].{field.name}", problem)
+        found = layouts.problem(config) if record is not None else None
+        if found is not None:
+            raise bad(f".engines[{k}].{found[0]}", found[1])
         for key, value in config.items():
             if key in _TEXT_ATTRIBUTES and not isinstance(value, str):
                 raise bad(f".engines[{k}].{key}", f"{_shown(value)} is not a printed value (a string)")
