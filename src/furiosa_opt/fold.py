@@ -169,12 +169,17 @@ class ReducePlan:
 
 
 @lru_cache(maxsize=256)
+def reduced_digits(source: Mapping, target: Mapping) -> Mapping:
+    """The digits of `source` that `target` lacks, in their wire order, outer first: a fold reads its terms
+    in the layout `[target, reduced]`. A pure padding digit (`1 # 256`, the slices a source pads) holds no
+    term and is dropped, so the reduced positions are only those that can hold one (32 instead of 8192 for
+    the transformer's sums)."""
+    residue = remove_padding(divide_relaxed(source, target).dividend_residue)
+    return Mapping(tuple(f for f in residue.factors if not f.pure_pad))
+
+
 def reduce_plan(src: Factors, dst: Factors, broadcast: bool) -> ReducePlan:
-    residue = remove_padding(divide_relaxed(Mapping(src), Mapping(dst)).dividend_residue)
-    # a pure padding digit of the residue (`1 # 256`, the slices a source pads) holds no term: dropped, the
-    # reduced positions are only those that can hold one (32 instead of 8192 for the transformer's sums)
-    residue = Mapping(tuple(f for f in residue.factors if not f.pure_pad))
-    pre = pair(Mapping(dst), residue).factors
+    pre = pair(Mapping(dst), reduced_digits(Mapping(src), Mapping(dst))).factors
     live = relaid(live_mask(src)[None].astype(np.uint8), src, pre, broadcast)[0].astype(bool)
     return ReducePlan(pre, live.reshape(size(dst), -1), live_mask(dst))
 

@@ -19,25 +19,25 @@ from furiosa_opt import dtypes
 from furiosa_opt.dtypes import DType
 
 
-def fold_products(terms: Iterable[tuple[np.ndarray, np.ndarray]], acc: np.dtype) -> np.ndarray:
-    """`Σ a·b` over the terms in order, from zero, in the accumulator's type (operands already widened)."""
+def fold_products(terms: Iterable[tuple], acc: np.dtype) -> np.ndarray:
+    """`Σ a·b` over the terms `(a, b)` in order, from zero, in the accumulator's type (operands already
+    widened); a term `(a, b, keep)` adds only where `keep` holds."""
     total = np.zeros((), dtype=acc)
     with np.errstate(all="ignore"):
-        for a, b in terms:
-            total = total + a * b
+        for a, b, *keep in terms:
+            summed = total + a * b
+            total = np.where(keep[0], summed, total) if keep else summed
     return total
 
 
 def fold_terms(lhs: np.ndarray, rhs: np.ndarray, live: np.ndarray, acc: np.dtype) -> np.ndarray:
-    """[batch, outputs]: `Σ lhs·rhs` of `lhs` and `rhs` [batch, outputs · reduced] (each output's terms
-    innermost, in order) over the terms `live` [outputs, reduced] marks, one term at a time from zero."""
+    """[batch, outputs]: `fold_products` of `lhs` and `rhs` [batch, outputs · reduced] (each output's terms
+    innermost, in order) over the terms `live` [outputs, reduced] marks."""
     outputs, reduced = live.shape
     left, right = lhs.reshape(lhs.shape[0], outputs, reduced), rhs.reshape(rhs.shape[0], outputs, reduced)
-    total = np.zeros((max(lhs.shape[0], rhs.shape[0]), outputs), dtype=acc)
-    with np.errstate(all="ignore"):
-        for r in np.flatnonzero(live.any(axis=0)):
-            total = np.where(live[:, r], total + left[..., r] * right[..., r], total)
-    return total
+    columns = np.flatnonzero(live.any(axis=0))  # a term no output reads is skipped
+    total = fold_products(((left[..., r], right[..., r], live[:, r]) for r in columns), acc)
+    return np.broadcast_to(total, (max(lhs.shape[0], rhs.shape[0]), outputs))
 
 
 def reduce_terms(

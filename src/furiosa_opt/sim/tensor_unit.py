@@ -56,7 +56,7 @@ class TensorUnit:
         """The fetch sequencer's walk of DM (memory 1) as the stream; padding positions read zero."""
         sequencer = command.fetch
         dtype = dtype_by_name(self.buffers[sequencer.buffer].dtype)
-        shape = Stream(np.empty((0, 0)), dtype, 0, 0, []).reshaped(config)
+        shape = Stream(np.empty((0, 0)), dtype, config["steps"], config["lanes"], config["live"])
         loops = _loops(sequencer, 1, shape, "fetch", dtype)
         if sequencer.interleave and dtype.bits < 8:
             raise Unsupported(f"a pair-mode fetch of {dtype} (4-bit) tensors")

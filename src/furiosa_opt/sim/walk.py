@@ -6,7 +6,7 @@ backends instead of being made twice.
 
 * A **box** is a layout's digits, outermost first, as `[extent, live, extent, live, …]`: the layout has
   `Π extent` positions, and a position holds a value when every digit is below its live count (the
-  `time`, `packet`, `lane`, `element` fields).
+  `live`, `target`, `terms`, `source` fields).
 * A **walk** moves a buffer into a new layout: one loop per entry, `[size, stride, …]` outermost first
   over the source's positions, `Π size` destination positions in all (a stride of 0 broadcasts). Where a
   layout is not a mixed-radix split (composite atoms), stage 2 writes a **table** instead: the source
@@ -23,8 +23,6 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from furiosa_opt.sim.memory import Fault
-
-Box = tuple[tuple[int, int], ...]
 
 
 def pairs(flat: list[int]) -> list[tuple[int, int]]:

@@ -1,10 +1,11 @@
 """Layouts as the numbers an engine reads: the one place where a stream's mappings become live boxes and
 walks (`sim/walk.py` says what they mean and applies them).
 
-For each stage stage 2 knows the stream before and after it (the replayed objects); `layout_fields` gives
-the fields the stage's config holds for them: the new layout's `time` and `packet` boxes, and the walk
-that moves the stream into it. A register-file store gets the walk into the file's layout, and a Vector
-Engine stage reading a VRF tensor or the stash gets the walk from that tensor's layout into the stream's.
+For each stage stage 2 knows the stream before and after it (the replayed objects); `ChainLayouts.fields`
+gives what the stage's config holds for them, as the stage's `layout` in the stage table says: the new
+layout's `steps`, `lanes` and `live` box, the walk that moves the stream into it, a register-file store's
+walk into the file's layout, a fold's walks of its terms, and the walks of a Vector Engine port (the VRF
+tensor, the stash) into the stream.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from functools import lru_cache
 
 from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DTYPE_CODES
+from furiosa_opt.fold import reduced_digits
 from furiosa_opt.mapping import Mapping, MappingError
-from furiosa_opt.mapping.algebra import divide_relaxed, pair, remove_padding
+from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.mapping.factors import Comp, Factors, has_composite, render_factors, size
 from furiosa_opt.mapping.relayout import relayout_index
 from furiosa_opt.mapping.sequencer import Mode, sequence
@@ -57,13 +59,6 @@ def _walk(source: Factors, target: Factors) -> tuple[tuple[int, ...], tuple[int,
         ):
             return tuple(n for e in entries for n in (e.size, e.stride)), ()
     return (), tuple(int(i) for i in relayout_index(source, target, True, True))
-
-
-def reduced_digits(source: Mapping, target: Mapping) -> Mapping:
-    """The digits of `source` that `target` lacks, in their wire order, outer first, without pure padding:
-    a fold reads its terms in the layout `[target, reduced]`."""
-    residue = remove_padding(divide_relaxed(source, target).dividend_residue)
-    return Mapping(tuple(f for f in residue.factors if not f.pure_pad))
 
 
 def stream_layout(obj: object, group: Mapping | None) -> Mapping:
