@@ -52,8 +52,8 @@ def test_every_switch_config_round_trips():
         numbers = fields(config)
         assert numbers["config"] == SWITCH_KINDS.code(kind) and set(numbers) == {"config", "slice1", "slice0",
                                                                                   "time0", "ring_size"}  # fmt: skip
-        assert from_fields(numbers) == config
-    assert from_fields(fields(SwitchConfig.Forwarding)) is SwitchConfig.Forwarding
+        assert from_fields(**numbers) == config
+    assert from_fields(**fields(SwitchConfig.Forwarding)) is SwitchConfig.Forwarding
 
 
 def test_an_unknown_code_is_a_one_line_error():
@@ -112,23 +112,23 @@ def test_operands_round_trip_slot_by_slot():
     for operand, slots in cases.items():
         encoded = codes.encode_operand(operand, F32)
         assert len(encoded["operand"]) == len(encoded["operand_bits"]) == 2 * len(encoded["operand_guard"])
-        decoded = codes.decode_operand(encoded)
+        decoded = codes.decode_operand(**encoded)
         assert [guard for guard, _ in decoded] == [guard for guard, _ in slots]
         for (_, got), (_, want) in zip(decoded, slots, strict=True):
             assert repr(got) == repr(want) and type(got) is type(want)
-    (_, value), = codes.decode_operand(codes.encode_operand(-7, I32))  # fmt: skip
+    (_, value), = codes.decode_operand(**codes.encode_operand(-7, I32))  # fmt: skip
     assert value == np.int32(-7) and value.dtype == np.int32
 
 
 def test_tag_modes_round_trip_with_their_boundaries_typed():
     mode = TagMode.Comparison((Cmp.Less(-1.5), Cmp.Equal(3), Cmp.GreaterUnsigned(2**40), Cmp.True_))
-    decoded = codes.decode_tag(codes.encode_tag(mode))
+    decoded = codes.decode_tag(**codes.encode_tag(mode))
     assert [c.kind for c in decoded.cmps] == ["Less", "Equal", "GreaterUnsigned", "True"]
     less, equal, huge, _ = decoded.cmps
     assert less.value == np.float32(-1.5) and isinstance(less.value, np.float32)  # an f32 boundary stays a float
     assert equal.value == 3 and type(equal.value) is int  # an int boundary stays an int (i32 streams need one)
     assert huge.value == np.float32(2**40)  # beyond i32, the exact f32 it equals
-    assert codes.decode_tag(codes.encode_tag(TagMode.Zero)) == TagMode.Zero
+    assert codes.decode_tag(**codes.encode_tag(TagMode.Zero)) == TagMode.Zero
     with pytest.raises(ValueError, match="neither an i32 nor an exact f32"):
         codes.encode_tag(TagMode.Comparison((Cmp.Less(2**40 + 1), Cmp.True_, Cmp.True_, Cmp.True_)))
 

@@ -20,24 +20,32 @@ from harness import KERNELS, run_on
 
 from furiosa_opt import runtime
 from furiosa_opt.compiler.edf import Edf
+from furiosa_opt.configs.records import EngineConfig
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.vector.codes import OPS
 
 
-def _engine(edf: Edf, stage: str) -> dict:
+def _engine(edf: Edf, stage: str) -> EngineConfig:
     """The first config of `stage` in the binary (the case's kernel has one)."""
-    return next(config for command in edf.commands() for config in command.engines if config["stage"] == stage)
+    return next(config for command in edf.commands() for config in command.engines if config.stage == stage)
+
+
+def _rewrite(edf: Edf, config: EngineConfig, **changes: object) -> None:
+    """The binary with `config` (a frozen record) replaced by a copy holding `changes`."""
+    command = next(c for c in edf.commands() if any(e is config for e in c.engines))
+    command.engines = [replace(e, **changes) if e is config else e for e in command.engines]
 
 
 def _reduce_axis(edf: Edf) -> None:
     """One term fewer in every output's fold: the reduced digit's live count, minus one."""
-    terms = _engine(edf, "vector_intra_slice_reduce")["terms"]
-    terms[-1] -= 1
+    config = _engine(edf, "vector_intra_slice_reduce")
+    _rewrite(edf, config, terms=[*config.terms[:-1], config.terms[-1] - 1])
 
 
 def _transpose_shape(edf: Edf) -> None:
     """The Transpose Engine keeps one output row fewer."""
-    _engine(edf, "transpose")["out_rows"] -= 1
+    config = _engine(edf, "transpose")
+    _rewrite(edf, config, out_rows=config.out_rows - 1)
 
 
 def _fetch_stride(edf: Edf) -> None:
@@ -50,16 +58,16 @@ def _fetch_stride(edf: Edf) -> None:
 def _switch_route(edf: Edf) -> None:
     """A CustomBroadcast's routing table read backwards."""
     config = _engine(edf, "switch")
-    config["sources"] = config["sources"][::-1]
+    _rewrite(edf, config, sources=config.sources[::-1])
 
 
 def _vector_opcode(edf: Edf) -> None:
     """The Vector Engine op replaced by the first op of its family that is not one of its twins (AddFxp by
     SubFxp, not by AddFxpSat, which equals it on inputs that do not overflow); the reader would take it."""
-    config = next(c for command in edf.commands() for c in command.engines if "op" in c and "operand" in c)
-    op = OPS.value(config["op"])
+    config = next(c for command in edf.commands() for c in command.engines if hasattr(c, "operand"))
+    op = OPS.value(config.op)
     family = [code for code, other in enumerate(OPS.values) if type(other) is type(op)]
-    config["op"] = next(code for code in family if not OPS.values[code].name.startswith(op.name[:3]))
+    _rewrite(edf, config, op=next(code for code in family if not OPS.values[code].name.startswith(op.name[:3])))
 
 
 CASES: dict[str, tuple[str, Callable[[Edf], None]]] = {

@@ -1,25 +1,35 @@
 """The stage table (furiosa_opt/stages.py) against every layer: each declared stage has its handler in
-each layer, no layer handles an undeclared stage, and the stages record the attributes they declare.
-A failure names the stage and the layer."""
+each layer, no layer handles an undeclared stage, the stages record the attributes they declare, and
+both backends compute a stage with the arithmetic its entry names. A failure names the stage and the
+layer."""
 
 import numpy as np
 import pytest
 from example_kernels import KERNELS
 
+import furiosa_opt.compiler.lower.engines  # noqa: F401 (registers the derived counts)
 from furiosa_opt import Context, HbmTensor, HostTensor, SwitchConfig, axes, device, i8, launch, m
 from furiosa_opt.backend.trace import trace
+from furiosa_opt.compiler import replay
 from furiosa_opt.compiler.driver import compile_kernel, compile_visa
-from furiosa_opt.compiler.replay import REPLAY
 from furiosa_opt.compiler.resource import switch_cycles
 from furiosa_opt.compiler.schedule import schedule, schedule_json
+from furiosa_opt.configs import derived
 from furiosa_opt.lang.contraction import Contraction
 from furiosa_opt.lang.pair import VectorPair
 from furiosa_opt.lang.stream import Stream, TuContext
 from furiosa_opt.lang.vector import VectorStream
-from furiosa_opt.sim.tensor_unit import HANDLERS
-from furiosa_opt.stages import HELPERS, MEMORY_OPS, STAGES, following
-from furiosa_opt.verify.vector import CHAIN
-from furiosa_opt.verify.vector import MODIFIERS as VE_MODIFIERS
+from furiosa_opt.sim import tensor_unit  # noqa: F401 (registers the simulator's handlers)
+from furiosa_opt.stages import (
+    HELPERS,
+    MEMORY_OPS,
+    STAGES,
+    VECTOR_CHAIN,
+    VECTOR_MODIFIERS,
+    following,
+    register,
+    registered,
+)
 
 LANGUAGE = (TuContext, Stream, VectorStream, VectorPair, Contraction)  # the classes whose methods are the stages
 ENGINE_STAGES = {name for name, stage in STAGES.items() if stage.engine is not None}
@@ -43,18 +53,33 @@ def test_every_stage_is_a_method_of_the_language_and_every_method_a_stage():
 
 
 def test_every_stage_has_a_replay_handler():
-    assert not missing("vISA replay (compiler/replay.py)", set(REPLAY) - set(MEMORY_OPS), set(STAGES))
+    assert not missing("vISA replay (compiler/replay.py)", set(registered("replay")), set(STAGES))
+    assert not set(replay.MEMORY_REPLAY) ^ set(MEMORY_OPS), "MEMORY_REPLAY replays exactly the memory ops"
 
 
 def test_every_engine_stage_has_a_simulator_handler():
-    assert not missing("simulator (sim/tensor_unit.py)", set(HANDLERS), ENGINE_STAGES)
+    assert not missing("simulator (sim/)", set(registered("simulator")), ENGINE_STAGES)
+
+
+def test_every_stage_with_derived_counts_has_a_lowering_handler():
+    counted = {name for name, record in derived.RECORDS.items() if record.fields != (derived.RF,)}
+    assert not missing("lowering (compiler/lower/engines.py)", set(registered("lowering")), counted)
+
+
+def test_a_layer_cannot_register_an_undeclared_stage_or_one_twice():
+    with pytest.raises(KeyError, match="registers `fetch_twice`, which the stage table does not declare"):
+        register("simulator", "fetch_twice")(lambda *args: None)
+    with pytest.raises(KeyError, match="the simulator registers `fetch` twice"):
+        register("simulator", "fetch")(lambda *args: None)
+    with pytest.raises(KeyError, match="the lowering has no handler for the `fetch` stage"):
+        STAGES["fetch"].handler("lowering")
 
 
 def test_the_table_is_consistent():
     for name, stage in STAGES.items():
         assert all(before in STAGES for before in stage.after), f"stage `{name}` follows an undeclared stage"
         if stage.engine == "vector" and name not in ("vector_init", "vector_final"):
-            assert stage.slot in (*CHAIN, *VE_MODIFIERS) and not stage.after, f"stage `{name}`: a VE slot, not an order"
+            assert stage.slot in (*VECTOR_CHAIN, *VECTOR_MODIFIERS) and not stage.after, f"`{name}`: a VE slot"
         assert stage.rf in (None, "trf", "vrf"), f"stage `{name}` reads an unknown register file {stage.rf!r}"
     assert following("commit_trim") == ("commit_cast", "commit_cast_relu", "commit", "commit_view")
     assert set(following("collect")) == {
@@ -144,9 +169,9 @@ def test_the_new_engines_round_trip_through_visa_text_and_schedule_inside_main(t
     again = compile_visa(path)
     assert again.ok and again.visa_text == text
     (exec_,) = [c for c in compiled.lir.commands if c.kind == "exec"]
-    engines = {e["stage"]: e for e in exec_.engines}
-    assert engines["switch"]["ring"] == 256 and engines["switch"]["in_steps"] == 8 and engines["switch"]["flits"] == 1
-    assert (engines["transpose"]["in_rows"], engines["transpose"]["in_cols"]) == (8, 8)
+    engines = {e.stage: e for e in exec_.engines}
+    assert engines["switch"].ring == 256 and engines["switch"].in_steps == 8 and engines["switch"].flits == 1
+    assert (engines["transpose"].in_rows, engines["transpose"].in_cols) == (8, 8)
     plan = schedule(compiled.lir)
     (slot,) = [s for s in plan.slots if s.costed.command is exec_]
     description = schedule_json(plan)["instructions"][plan.slots.index(slot)]["description"]
@@ -172,3 +197,26 @@ def test_a_stages_layout_decides_the_layout_fields_of_its_config():
             assert {"steps", "lanes", "live"} <= fields, stage.name
         if stage.layout is None:
             assert fields <= ports and bool(fields) == (stage.rf == "vrf"), stage.name
+
+
+@pytest.mark.parametrize("backend", ["cpu", "npu"])
+def test_both_backends_compute_a_stage_with_the_arithmetic_its_entry_names(backend, monkeypatch):
+    """The language (CPU backend) and the simulator (from the binary's codes) both call the function the
+    stage's entry names: replaced there by one that adds 1, both results move by 1."""
+    from dataclasses import replace
+
+    import harness  # inside the test: harness imports this module's kernels (it skips modules that import it)
+
+    kernel, module = harness.KERNELS["base_template.kernel.constant_add_kernel.constant_add_kernel"]
+    expected = harness.run_on(backend, kernel, module)
+    stage = STAGES["vector_fxp"]
+    calls = []
+
+    def plus_one(op, a, b):
+        calls.append(op)
+        return stage.arithmetic(op, a, b) + np.int32(1)
+
+    monkeypatch.setitem(STAGES, "vector_fxp", replace(stage, arithmetic=plus_one))
+    got = harness.run_on(backend, kernel, module)
+    assert calls, f"the {backend} backend did not compute `vector_fxp` with its entry's arithmetic"
+    assert got != expected

@@ -172,9 +172,15 @@ def fields(config: SwitchConfig) -> dict[str, int]:
     return {"config": KINDS.code(config.kind), **{name: config.values.get(name) or 0 for name in FIELDS}}
 
 
-def from_fields(numbers: dict) -> SwitchConfig:
-    """The config `fields` gave these numbers of; ValueError for an unknown variant code."""
-    kind = KINDS.value(numbers["config"])
+def from_fields(config: int, **numbers: int) -> SwitchConfig:
+    """The config `fields` gave these numbers of (the variant's code, then each of `FIELDS`); ValueError for
+    an unknown variant code."""
+    kind = KINDS.value(config)
     if kind == "Forwarding":
         return SwitchConfig.Forwarding
     return SwitchConfig(kind, **{name: numbers[name] for name in VARIANTS[kind]})
+
+
+def from_config(config: object) -> SwitchConfig:
+    """The SwitchConfig a typed `switch` engine config (`configs.records`) holds."""
+    return from_fields(config.config, **{name: getattr(config, name) for name in FIELDS})

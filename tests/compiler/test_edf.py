@@ -113,7 +113,7 @@ def test_round_trip_keeps_every_field_of_the_lir(lirs, name):
 
 def test_header_layout_matches_the_documentation(small):
     magic, version, flags, length, digest = HEADER.unpack_from(small)
-    assert (magic, version, flags, HEADER.size) == (b"FOPTEDF\0", 7, 0, 48)
+    assert (magic, version, flags, HEADER.size) == (b"FOPTEDF\0", 8, 0, 48)
     assert length == len(small) - 48 and digest == hashlib.sha256(small[48:]).digest()
     body = body_of(small)
     assert list(body) == sorted(body) == sorted(edf.BODY_KEYS)
@@ -214,7 +214,7 @@ def test_another_format_version_is_refused_naming_the_kernel(small):
     error = refused(reheader(small[48:], version=1), expects)
     assert "recompile it with `furiosa-opt compile`" in str(error)
     assert error.identity == KERNELS["constant_add"].identity
-    refused(reheader(b"\x00\x01garbage", version=8), "version 8")
+    refused(reheader(b"\x00\x01garbage", version=9), "version 9")
 
 
 def test_unknown_flags_are_refused(small):
@@ -248,7 +248,7 @@ def test_malformed_bodies_name_the_offending_field(lirs):
     refused(edit(data, lambda b: b["streams"]["main"][0].update(waits=[99])), "main[0].waits: command 99 is not in")
     refused(edit(data, lambda b: b["spans"].append([0, 5])), "body.spans[")
     refused(edit(data, lambda b: b.update(schedule=[[1, 9, 3]])), "start 9 and end 3")
-    refused(edit(data, lambda b: b["streams"]["main"][-1]["engines"][0].update(scale=1.5)), "engine attributes")
+    refused(edit(data, lambda b: b["streams"]["main"][-1]["engines"][0].update(scale=1.5)), "fields are integers")
     refused(reheader(b"\xc1"), "malformed EDF", "not valid msgpack")
     refused(reheader(msgpack.packb([1, 2, 3])), "malformed EDF", "expected a map")
 

@@ -8,6 +8,7 @@ from furiosa_opt.compiler.lir import Buffer, Command, DmaWalk, Entry, Lir, Loop,
 from furiosa_opt.compiler.lower import lower
 from furiosa_opt.compiler.resource import cost
 from furiosa_opt.compiler.schedule import schedule
+from furiosa_opt.configs.records import EngineConfig
 
 # ---- the book's DMA examples (moving-tensors/dma-engine.md) ---------------------------------------
 
@@ -64,7 +65,7 @@ def dma(index, context, src, dst, packets=8):
 
 def exec_(index, context, inputs, outputs, steps=16, vector=False, stride=32):
     fetch = Sequencer(inputs[0], 0, [Entry(steps, stride, 1)], [Entry(8, 4, 1)], 32)
-    engines = [{"stage": "vector_fxp"}] if vector else [{"stage": "collect"}]
+    engines = [EngineConfig("vector_fxp" if vector else "collect")]  # the cost model reads the stage only
     return Command(
         index,
         context,

@@ -15,11 +15,11 @@ def test_the_documented_table_is_the_generated_one():
 
 
 def test_every_stage_that_moves_or_computes_declares_its_fields():
-    """Stages without fields only name a step of a fold (`contract_outer` … `contract_time`), start or
+    """Stages without fields only name a step of a fold (`contract_packet`, `contract_time`), start or
     end the Vector Engine, or pass the stream on unchanged (`commit`, `commit_view`: the commit sequencer
     holds their numbers)."""
     bare = {s for s in STAGES if s not in fields_by_stage()}
     assert bare == {
-        "begin", "begin_interleaved", "contract_outer", "contract_packet", "contract_time", "vector_init",
+        "begin", "begin_interleaved", "contract_packet", "contract_time", "vector_init",
         "vector_final", "vector_stash", "commit", "commit_view",
     }  # fmt: skip

@@ -103,7 +103,9 @@ def test_commands_have_what_their_kind_needs():
     refused(lambda b: dma(b).update(outputs=[]), "a dma command reads at least 1")
     refused(lambda b: dma(b).update(waits=[3]), "tdma[0].waits", "only a sync waits")
     refused(lambda b: exec_command(b)["engines"].pop(0), "engines", "starts with its `fetch`")
-    refused(lambda b: exec_command(b)["engines"][4].update(op="FxpBinaryOp.AddFxp"), "engines[4].op", "not an integer")
+    refused(
+        lambda b: exec_command(b)["engines"][4].update(op="FxpBinaryOp.AddFxp"), "engines[4].op", "fields are integers"
+    )
     exp = OPS.code(FpUnaryOp.Exp)  # a known op, but of another stage
     refused(lambda b: exec_command(b)["engines"][4].update(op=exp), "engines[4].op", "not an op of `vector_fxp`")
     refused(lambda b: exec_command(b)["engines"][0].update(live=5), "engines[0].live", "not a list of integers")
@@ -205,7 +207,7 @@ def test_strings_with_control_characters_or_code_are_refused():
     refused(lambda b: b["spans"][0].__setitem__(1, "k.py:1\x1b[2J"), "body.spans[0][1]", "control character")
     error = refused(lambda b: b.update(compiler_version="0.1\x07"), "body.compiler_version")
     assert "\x07" not in str(error) and "\\x07" in str(error)
-    refused(lambda b: exec_command(b)["engines"][0].update(time="[A.__class__]"), "engines[0]", "`__`")
+    refused(lambda b: exec_command(b)["engines"][0].update(time="[A.__class__]"), "engines[0].time", "are integers")
     refused(lambda b: b["buffers"][1]["levels"].__setitem__(3, "A % {8}"), "body.buffers[1].levels", "Python")
     read_edf(rewrite(good_edf(), lambda b: b["buffers"][1]["levels"].__setitem__(1, "1 #{!} 2")))  # a pad marker
 

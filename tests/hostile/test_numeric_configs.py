@@ -7,7 +7,7 @@ import pytest
 from hostile.support import good_edf, rewrite
 
 from furiosa_opt.compiler.edf import EdfError, read_edf
-from furiosa_opt.configs.layouts import RECORDS as LAYOUTS
+from furiosa_opt.configs.records import RECORDS as DECLARED
 from furiosa_opt.configs.vector import RECORDS
 from furiosa_opt.dtypes import DTYPE_CODES, bf16
 from furiosa_opt.switch import KINDS as SWITCH_KINDS
@@ -81,14 +81,16 @@ _WRONG_IN = {("vector_fp_ternary", "mode"): codes.MODES.code(BinaryArgMode.Mode0
              ("vector_fp_unary", "op"): codes.OPS.code(FxpBinaryOp.AddFxp)}  # fmt: skip
 
 
-def _layouts(stage: str) -> dict:
-    """Layout fields that read (configs/layouts.py; their own reader tests are test_edf_reader's)."""
-    record = LAYOUTS.get(stage)
-    return {f.name: [] if f.repeat > 1 else 1 for f in (record.fields if record else ())}
+def _others(stage: str) -> dict:
+    """The stage's other fields (layouts, derived counts, the register-file port) at values that read; their
+    own reader tests are test_edf_reader's."""
+    coded = {f.name for f in RECORDS[stage].fields}
+    fields = [f for f in DECLARED[stage].fields if f.name not in coded]
+    return {f.name: [] if f.repeat > 1 else 0 if f.name == "rf" else 1 for f in fields}
 
 
 def _with(stage: str, **changed) -> bytes:
-    config = {"stage": stage, **_layouts(stage), **_SAMPLES[stage], **changed}
+    config = {"stage": stage, **_others(stage), **_SAMPLES[stage], **changed}
 
     def edit(body: dict) -> None:
         next(c for c in body["streams"]["main"] if c["kind"] == "exec")["engines"][STAGE] = config

@@ -138,7 +138,7 @@ def test_an_engine_config_that_would_run_code_is_refused(tmp_path):
     def mapping(body):
         body["buffers"][0]["levels"][1] = f"A # {{open('{marker}', 'w') and 2048}}"
 
-    for edit, fragment in ((op, "not an integer"), (mapping, "Python expression")):
+    for edit, fragment in ((op, "fields are integers"), (mapping, "Python expression")):
         one_line_error(simulate(tmp_path, rewrite(good_edf(), edit)), "malformed EDF", fragment)
         assert not marker.exists()
 

@@ -10,7 +10,7 @@ The refusals are ours: one per rule code of the module's table that a language d
 last tests go through the language: where `.transpose` may sit in a pipeline and what may follow it.
 """
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -142,7 +142,7 @@ def test_book_latencies_of_the_shared_cases():
     """Three of upstream's valid cases are the book's examples: their latencies are the book's."""
     for name, cycles in (("transpose_small", 6), ("transpose_large_col", 128), ("transpose_bf16", 68)):
         dtype, *mappings, _ = VALID[name]
-        assert transpose_cycles(asdict(check_transpose(dtype, *(m[s] for s in mappings)))) == cycles, name
+        assert transpose_cycles(check_transpose(dtype, *(m[s] for s in mappings))) == cycles, name
 
 
 # ---- refusals: one per rule code ------------------------------------------------------------------

@@ -326,7 +326,7 @@ def test_partial_axis_extraction():
 def routing(kernel) -> np.ndarray:
     """Per output slice, the input slice it reads at each moved time step (upstream's snoop bitmap)."""
     config = switch_config(kernel)
-    return np.array(config["sources"]).reshape(256, config["moved"])
+    return np.array(config.sources).reshape(256, config.moved)
 
 
 def test_arbitrary_permutation_bitmap():
@@ -372,7 +372,7 @@ def test_partial_axis_extraction_bitmap():
 def switch_config(kernel) -> dict:
     compiled = compile_kernel(kernel)
     assert compiled.ok, compiled.diagnostics
-    found = [e for c in compiled.lir.commands for e in c.engines if e["stage"] == "switch"]
+    found = [e for c in compiled.lir.commands for e in c.engines if e.stage == "switch"]
     assert len(found) == 1
     return found[0]
 
@@ -396,13 +396,13 @@ BOOK_CYCLES = {
 def test_book_cycle_estimate(kernel):
     _, ring, cycles = BOOK_CYCLES[kernel]
     config = switch_config(kernel)
-    assert config["ring"] == ring
+    assert config.ring == ring
     assert switch_cycles(config) == cycles
 
 
 def test_cycle_factors():
     """The three factors of each estimate, as the book lists them: (ring_size, Time::SIZE, flits_per_packet)."""
-    factors = {k: (c["ring"], c["in_steps"], c["flits"]) for k in BOOK_CYCLES for c in [switch_config(k)]}
+    factors = {k: (c.ring, c.in_steps, c.flits) for k in BOOK_CYCLES for c in [switch_config(k)]}
     assert factors == {
         broadcast01: (4, 64, 8),  # f32 × 64 / 32
         broadcast1: (32, 64, 2),  # i8 × 64 / 32
@@ -421,7 +421,7 @@ def test_schedule_shows_the_switch(kernel):
     compiled = compile_kernel(kernel)
     assert compiled.ok, compiled.diagnostics
     plan = schedule(compiled.lir)
-    (index,) = [c.index for c in compiled.lir.commands if any(e["stage"] == "switch" for e in c.engines)]
+    (index,) = [c.index for c in compiled.lir.commands if any(e.stage == "switch" for e in c.engines)]
     (instruction,) = [i for i in schedule_json(plan)["instructions"] if i["index"] == index]
     assert instruction["tpe"] == "Main"
     assert f"switch[{config_}, ring {ring}: {cycles} cycles]" in instruction["description"]
@@ -432,5 +432,5 @@ def test_schedule_shows_the_switch(kernel):
 def test_forwarding_has_no_switch_stage():
     compiled = compile_kernel(forwarding)
     assert compiled.ok, compiled.diagnostics
-    stages = [e["stage"] for c in compiled.lir.commands for e in c.engines]
+    stages = [e.stage for c in compiled.lir.commands for e in c.engines]
     assert "collect" in stages and "switch" not in stages

@@ -18,7 +18,7 @@ The figures become cost-model tests: each kernel is compiled, its transpose engi
 LIR, and the derived parameters and `transpose_cycles` compared with the book's tables and latencies.
 """
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
@@ -160,7 +160,7 @@ VALID_SIZE = {i8: 8, bf16: 8, i4: 16, f32: 8}  # the book's table, per element s
 def _transpose_config(kernel) -> dict:
     result = compile_kernel(kernel)
     assert result.ok, result.diagnostics
-    configs = [e for c in result.lir.commands for e in (getattr(c, "engines", None) or ()) if e["stage"] == "transpose"]
+    configs = [e for c in result.lir.commands for e in (getattr(c, "engines", None) or ()) if e.stage == "transpose"]
     assert len(configs) == 1, configs
     return configs[0]
 
@@ -174,21 +174,22 @@ def test_book_parameters_and_latency(kernel):
     book = BOOK[kernel]
     config = _transpose_config(kernel)
     for key in ("in_cols", "in_rows", "out_rows", "iterations", "packets_per_col"):
-        assert config[key] == book[key], key
-    assert config["valid_size"] == VALID_SIZE[CASES[kernel][0]]
-    assert config["in_cols"] == config["packets_per_col"] * config["valid_size"]
+        assert getattr(config, key) == book[key], key
+    assert config.valid_size == VALID_SIZE[CASES[kernel][0]]
+    assert config.in_cols == config.packets_per_col * config.valid_size
     assert transpose_cycles(config) == book["cycles"]
 
 
 def test_i4_parameters_from_the_rules():
     """The i4 example's numbers straight from the Transpose Engine rules, which stage 2 uses to derive the
     config (the compiled kernel's config above must agree)."""
-    params = asdict(check_transpose(i4, m["QB, QC"], m["QE # 64"], m["QB, QE"], m["QC # 64"]))
+    derived = check_transpose(i4, m["QB, QC"], m["QE # 64"], m["QB, QE"], m["QC # 64"])
+    params = asdict(derived)
     book = BOOK[i4_transpose]
     for key in ("in_cols", "in_rows", "out_rows", "iterations", "packets_per_col"):
         assert params[key] == book[key], key
     assert params["valid_size"] == 16
-    assert transpose_cycles(params) == 80
+    assert transpose_cycles(derived) == 80
 
 
 def test_buffering_modes():
@@ -199,4 +200,4 @@ def test_buffering_modes():
     # large: in_flits = 8 × 4 = 32; single buffering adds input and output every iteration: 2 × (32 + 32)
     assert transpose_cycles(large) == 2 * (32 + 32)
     # the same large config read with double buffering would have been shorter: 32 + 32 + 32 < 128
-    assert transpose_cycles({**large, "in_cols": 16}) == 96
+    assert transpose_cycles(replace(large, in_cols=16)) == 96

@@ -228,10 +228,10 @@ ROUTING = {
 
 @pytest.mark.parametrize("kernel", list(CASES), ids=lambda k: k.__name__)
 def test_routing_matches_the_mappings(kernel):
-    config = next(e for c in compile_kernel(kernel).lir.commands for e in c.engines if e["stage"] == "switch")
+    config = next(e for c in compile_kernel(kernel).lir.commands for e in c.engines if e.stage == "switch")
     expected = ROUTING[kernel]
-    assert config["moved"] == expected.shape[1]
-    np.testing.assert_array_equal(np.array(config["sources"]).reshape(expected.shape), expected)
+    assert config.moved == expected.shape[1]
+    np.testing.assert_array_equal(np.array(config.sources).reshape(expected.shape), expected)
 
 
 @pytest.mark.parametrize("kernel", list(CASES), ids=lambda k: k.__name__)
@@ -239,12 +239,12 @@ def test_compiled_switch_carries_the_stated_ring(kernel):
     _, ring, _ = CASES[kernel]
     compiled = compile_kernel(kernel)
     assert compiled.ok, compiled.diagnostics
-    switches = [(c, e) for c in compiled.lir.commands for e in c.engines if e["stage"] == "switch"]
+    switches = [(c, e) for c in compiled.lir.commands for e in c.engines if e.stage == "switch"]
     assert len(switches) == 1
     command, config = switches[0]
-    assert config["ring"] == ring
+    assert config.ring == ring
     # every example fetches `B` (8 steps) of `V` (16 bf16 = 32 bytes, one flit) per step
-    assert (config["in_steps"], config["flits"]) == (B.size, 1)
+    assert (config.in_steps, config.flits) == (B.size, 1)
     assert switch_cycles(config) == ring * B.size * 1
     slot = next(s for s in schedule(compiled.lir).slots if s.costed.command is command)
     assert slot.costed.tpe == "Main"

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 import msgpack
 import numpy as np
 
+from furiosa_opt.configs.records import EngineConfig
+
 DM_BASE = 0x1000_0000
 SLICE_STRIDE = 4 << 20  # the virtual span of one slice's DM partition (dma-engine.md)
 CHIP_STRIDE = 1 << 40
@@ -188,7 +190,7 @@ class Command:
     outputs: list[str] = field(default_factory=list)  # buffer names written
     dma: DmaWalk | None = None
     fetch: Sequencer | None = None
-    engines: list[dict] = field(default_factory=list)  # one config per stage, in pipeline order
+    engines: list[EngineConfig] = field(default_factory=list)  # one config per stage, in pipeline order
     commit: Sequencer | None = None
     waits: list[int] = field(default_factory=list)  # sync: the commands (other contexts) waited for
     fill: FillWalk | None = None  # memset

@@ -1,7 +1,10 @@
 """Replay vISA through the kernel language under the tracer: how hand-written vISA is verified.
 
 Each opcode calls the language method that records it, so a parsed program meets exactly the checks a
-traced one does, and the types it writes are compared with the types the ops produce."""
+traced one does, and the types it writes are compared with the types the ops produce. A stage's replay is
+registered with the stage table (`stages.register`): most stages replay as they are called, their method
+with the attributes the table declares in order; the others (the Vector Engine's operand ops, `begin`) are
+written out here. The ops that are not stages are `MEMORY_REPLAY`'s."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from furiosa_opt.lang.tensors import DmTensor, HbmTensor, HbmTensorView, HbmTens
 from furiosa_opt.mapping import Axis
 from furiosa_opt.mapping.factors import SymAtom
 from furiosa_opt.scalar import Scalar
+from furiosa_opt.stages import STAGES, register, registered
 from furiosa_opt.vector.ops import RF, Branched, TagGuard
 
 A = dict[str, object]
@@ -61,39 +65,62 @@ def _groups(o: list, operand: object) -> tuple:
     return tuple(found)
 
 
-def _vector_binary(name: str) -> Callable:
-    def replayed(o: list, a: A) -> object:
-        if isinstance(o[0], VectorPair):
-            return getattr(o[0], f"{name}_with_mode")(a["op"], a["mode"], *_groups(o, a["operand"]))
-        return getattr(o[0], name)(a["op"], _vector_operand(o, a["operand"]), a["mode"])
-
-    return replayed
+@register("replay", "vector_logic", "vector_fxp", "vector_fp_binary", "vector_clip")
+def _vector_binary(name: str, o: list, a: A) -> object:
+    if isinstance(o[0], VectorPair):
+        return getattr(o[0], f"{name}_with_mode")(a["op"], a["mode"], *_groups(o, a["operand"]))
+    return getattr(o[0], name)(a["op"], _vector_operand(o, a["operand"]), a["mode"])
 
 
-def _fp_unary(o: list, a: A) -> object:
+@register("replay", "vector_fp_unary")
+def _fp_unary(name: str, o: list, a: A) -> object:
     if isinstance(o[0], VectorPair):
         guard = a["guard"]
         return o[0].vector_fp_unary(a["op"], guard in (None, TagGuard.group(0)), guard in (None, TagGuard.group(1)))
     return o[0].vector_fp_unary(a["op"] if a["guard"] is None else (a["guard"], a["op"]))
 
 
-def _fp_ternary(o: list, a: A) -> object:
+@register("replay", "vector_fp_ternary")
+def _fp_ternary(name: str, o: list, a: A) -> object:
     if isinstance(o[0], VectorPair):
         return o[0].vector_fp_ternary_with_mode(a["op"], a["mode"], *_groups(o, a["operand"]))
     return o[0].vector_fp_ternary_with_mode(a["op"], a["mode"], _vector_operand(o, a["operand"]))
 
 
-def _zip(kind: str) -> Callable:
-    return lambda o, a: getattr(o[0], f"vector_{kind}_zip_with_mode")(a["op"], a["mode"])
+@register("replay", "vector_logic_zip", "vector_fxp_zip", "vector_fp_zip", "vector_clip_zip")
+def _zip(name: str, o: list, a: A) -> object:
+    return getattr(o[0], f"{name}_with_mode")(a["op"], a["mode"])
 
 
-def _fp_div(o: list, a: A) -> object:
+@register("replay", "vector_fp_div")
+def _fp_div(name: str, o: list, a: A) -> object:
     if isinstance(o[0], VectorPair):
         return o[0].vector_fp_div_with_mode(a["mode"], *_groups(o, a["operand"]))
     return o[0].vector_fp_div_with_mode(a["mode"], _vector_operand(o, a["operand"]))
 
 
-REPLAY: dict[str, Callable[[list, A], object]] = {
+@register("replay", "begin")
+def _begin(name: str, o: list, a: A) -> object:
+    return a["ctx"].begin(o[0])
+
+
+@register("replay", "begin_interleaved")
+def _begin_interleaved(name: str, o: list, a: A) -> object:
+    return a["ctx"].begin_interleaved(o[0], o[1], _axis(a["axis"]))
+
+
+def _as_called(name: str, o: list, a: A) -> object:
+    """A stage the language records as it is called: its method on the first operand, with the other
+    operands, then the attributes the table declares for it, in order."""
+    return getattr(o[0], name)(*o[1:], *(a[key] for key in STAGES[name].attrs))
+
+
+for _stage in STAGES.keys() - registered("replay"):  # every other stage replays as it is called
+    register("replay", _stage)(_as_called)
+
+
+# The vISA ops that are not stages (memory, DMA, device-loop regions), replayed through the language.
+MEMORY_REPLAY: dict[str, Callable[[list, A], object]] = {
     "view": lambda o, a: o[0].view(),
     "view_mut": lambda o, a: o[0].view_mut(),
     "tile": lambda o, a: o[0].tile(a["start"], a["index"], a["length"], a["element"]),
@@ -122,51 +149,6 @@ REPLAY: dict[str, Callable[[list, A], object]] = {
     "dma_gather_unscaled": lambda o, a: o[0].dma_gather_unscaled(o[1], a["cluster"], a["slice"], a["element"]),
     "dma_scatter": lambda o, a: o[0].dma_scatter(o[1], o[2], a["key"]),
     "dma_scatter_unscaled": lambda o, a: o[0].dma_scatter_unscaled(o[1], o[2], a["key"]),
-    "begin": lambda o, a: a["ctx"].begin(o[0]),
-    "begin_interleaved": lambda o, a: a["ctx"].begin_interleaved(o[0], o[1], _axis(a["axis"])),
-    "fetch": lambda o, a: o[0].fetch(a["time"], a["packet"]),
-    "fetch_table_lookup": lambda o, a: o[0].fetch_table_lookup(a["dtype"]),
-    "fetch_cast": lambda o, a: o[0].fetch_cast(a["dtype"]),
-    "fetch_zero_point_sub": lambda o, a: o[0].fetch_zero_point_sub(a["zero_point"], a["dtype"]),
-    "switch": lambda o, a: o[0].switch(a["config"], a["slice"], a["time"]),
-    "collect": lambda o, a: o[0].collect(a["time"], a["packet"]),
-    "to_trf": lambda o, a: o[0].to_trf(a["lane"], a["element"]),
-    "to_vrf": lambda o, a: o[0].to_vrf(a["element"]),
-    "contract_outer": lambda o, a: o[0].contract_outer(o[1], a["time"], a["packet"]),
-    "contract_packet": lambda o, a: o[0].contract_packet(a["packet"]),
-    "contract_time": lambda o, a: o[0].contract_time(a["time"]),
-    "contract_lane": lambda o, a: o[0].contract_lane(a["mode"], a["time"], a["packet"]),
-    "cast": lambda o, a: o[0].cast(a["dtype"], a["packet"]),
-    "transpose": lambda o, a: o[0].transpose(a["time"], a["packet"]),
-    "commit_trim": lambda o, a: o[0].commit_trim(a["packet"]),
-    "commit_cast": lambda o, a: o[0].commit_cast(a["dtype"]),
-    "commit_cast_relu": lambda o, a: o[0].commit_cast_relu(a["dtype"]),
-    "commit": lambda o, a: o[0].commit(a["element"]),
-    "commit_view": lambda o, a: o[0].commit_view(o[1]),
-    "vector_init": lambda o, a: o[0].vector_init(),
-    "vector_intra_slice_tag": lambda o, a: o[0].vector_intra_slice_tag(a["mode"]),
-    "vector_logic": _vector_binary("vector_logic"),
-    "vector_fxp": _vector_binary("vector_fxp"),
-    "vector_fp_binary": _vector_binary("vector_fp_binary"),
-    "vector_clip": _vector_binary("vector_clip"),
-    "vector_fxp_to_fp": lambda o, a: o[0].vector_fxp_to_fp(a["int_width"]),
-    "vector_fp_to_fxp": lambda o, a: o[0].vector_fp_to_fxp(a["int_width"]),
-    "vector_fp_unary": _fp_unary,
-    "vector_fp_ternary": _fp_ternary,
-    "vector_intra_slice_reduce": lambda o, a: o[0].vector_intra_slice_reduce(
-        a["op"], a["axis"], a["time"], a["packet"]
-    ),
-    "vector_fp_div": _fp_div,
-    "vector_intra_slice_unzip": lambda o, a: o[0].vector_intra_slice_unzip(a["axis"], a["tile_time"], a["split_time"]),
-    **{f"vector_{kind}_zip": _zip(kind) for kind in ("logic", "fxp", "fp", "clip")},
-    "vector_stash": lambda o, a: o[0].vector_stash(),
-    "vector_reinterpret": lambda o, a: o[0].vector_reinterpret(a["dtype"]),
-    "vector_inter_slice_reduce": lambda o, a: o[0].vector_inter_slice_reduce(a["op"], a["slice"], a["time"]),
-    "vector_narrow_split": lambda o, a: o[0].vector_narrow_split(a["time"], a["packet"]),
-    "vector_narrow_trim": lambda o, a: o[0].vector_narrow_trim(a["packet"]),
-    "vector_widen_concat": lambda o, a: o[0].vector_widen_concat(a["time"], a["packet"]),
-    "vector_widen_pad": lambda o, a: o[0].vector_widen_pad(a["packet"]),
-    "vector_final": lambda o, a: o[0].vector_final(),
 }
 
 
@@ -308,8 +290,12 @@ def _bound(value: object, objects: dict, op: visa.Op) -> object:
 
 def _replay(op: visa.Op, objects: dict[str, object], tracer: Tracer) -> None:
     where = Location(op.loc.file, op.loc.line, op.opcode) if op.loc else None
-    rule = REPLAY.get(op.opcode)
-    if rule is None:
+    if op.opcode in STAGES:
+        stage = STAGES[op.opcode].handler("replay")
+        rule = lambda o, a: stage(op.opcode, o, a)  # noqa: E731
+    elif op.opcode in MEMORY_REPLAY:
+        rule = MEMORY_REPLAY[op.opcode]
+    else:
         raise VerifyError("visa-opcode", f"unknown vISA op `{op.opcode}`", location=where)
     try:
         attrs = {key: _bound(value, objects, op) for key, value in op.attrs}

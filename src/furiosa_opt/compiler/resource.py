@@ -14,6 +14,7 @@ import numpy as np
 
 from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.lir import Buffer, Command, Lir, Sequencer, walk_sequencer
+from furiosa_opt.configs.records import EngineConfig
 from furiosa_opt.dtypes import dtype_by_name
 from furiosa_opt.stages import VECTOR
 
@@ -72,25 +73,25 @@ def _steps(sequencer: Sequencer) -> tuple[int, int]:
     return time, packet
 
 
-def switch_cycles(config: dict) -> int:
+def switch_cycles(config: EngineConfig) -> int:
     """The book's Switch Engine estimate: `ring_size × Time::SIZE × flits_per_packet` (input time; all
     sub-rings run in parallel)."""
-    return config["ring"] * config["in_steps"] * config["flits"]
+    return config.ring * config.in_steps * config.flits
 
 
-def transpose_cycles(config: dict) -> int:
+def transpose_cycles(config: EngineConfig) -> int:
     """The book's Transpose Engine latency: `n` matrices of `in_rows × packets_per_col` input flits and
     `out_rows` output flits; double buffering (in_cols fits one buffer) overlaps input with output."""
-    in_flits, out_rows, n = config["in_rows"] * config["packets_per_col"], config["out_rows"], config["iterations"]
-    if config["in_cols"] <= RNGD.transpose_buffer_cols:
+    in_flits, out_rows, n = config.in_rows * config.packets_per_col, config.out_rows, config.iterations
+    if config.in_cols <= RNGD.transpose_buffer_cols:
         return in_flits + (n - 1) * max(in_flits, out_rows) + out_rows
     return n * (in_flits + out_rows)
 
 
-def inter_slice_reduce_cycles(config: dict) -> int:
+def inter_slice_reduce_cycles(config: EngineConfig) -> int:
     """The book's inter-slice reducer: the input streams through (one flit a step), then a tail of about
     one ring traversal of the reduction group (`ratio` slices)."""
-    return config["in_steps"] + config["ratio"]
+    return config.in_steps + config.ratio
 
 
 ENGINE_CYCLES = {  # engines with a latency of their own
@@ -109,7 +110,7 @@ def _exec_cycles(command: Command, element_bytes: int) -> int:
     if command.commit is not None:
         out_time, out_packet = _steps(command.commit)
         commit = out_time * max(1, -(-out_packet * element_bytes // command.commit.access))
-    engines = [ENGINE_CYCLES[e["stage"]](e) for e in command.engines if e["stage"] in ENGINE_CYCLES]
+    engines = [ENGINE_CYCLES[e.stage](e) for e in command.engines if e.stage in ENGINE_CYCLES]
     return max(fetch, flits, commit, *engines) + PIPELINE_FILL
 
 
@@ -161,7 +162,7 @@ def cost(lir: Lir) -> list[Costed]:
             continue
         element_bytes = max(1, dtype_by_name(buffers[command.inputs[0]].dtype).bits // 8)
         cycles = _exec_cycles(command, element_bytes)
-        uses_ve = any(e["stage"] in VECTOR for e in command.engines)  # the stage table's Vector Engine stages
+        uses_ve = any(e.stage in VECTOR for e in command.engines)  # the stage table's Vector Engine stages
         resources = [command.context] + (["ve"] if uses_ve else [])
         contexts = ["MainContext" if command.context == "main" else "SubContext"] + (
             ["VectorEngine"] if uses_ve else []

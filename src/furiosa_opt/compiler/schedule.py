@@ -17,8 +17,9 @@ import numpy as np
 
 from furiosa_opt.compiler.lir import Command, Lir, LoopRegion, overlapping
 from furiosa_opt.compiler.resource import Costed, cost, inter_slice_reduce_cycles, switch_cycles, transpose_cycles
+from furiosa_opt.configs.records import EngineConfig
 from furiosa_opt.programs import describe, evaluate
-from furiosa_opt.switch import from_fields
+from furiosa_opt.switch import from_config
 
 LANES = {"main": "Main", "sub": "Sub", "ve": "VE", "tdma": "TDMA", "pdma": "PDMA"}
 BUFFER_TYPES = {"dram": "Dram", "sram": "Sram", "trf": "Trf", "vrf": "Vrf"}
@@ -217,16 +218,16 @@ def _description(slot: Slot, loop: LoopRegion | None) -> str:
     return f"{stages} [{command.context}]{note}{where}"
 
 
-def _stage_label(config: dict) -> str:
+def _stage_label(config: EngineConfig) -> str:
     """A stage as the schedule names it; the engines with their own latency say how they are configured."""
-    if config["stage"] == "switch":
-        return f"switch[{from_fields(config)}, ring {config['ring']}: {switch_cycles(config)} cycles]"
-    if config["stage"] == "transpose":
-        shape = f"{config['in_rows']}×{config['in_cols']} → {config['out_rows']} rows, ×{config['iterations']}"
+    if config.stage == "switch":
+        return f"switch[{from_config(config)}, ring {config.ring}: {switch_cycles(config)} cycles]"
+    if config.stage == "transpose":
+        shape = f"{config.in_rows}×{config.in_cols} → {config.out_rows} rows, ×{config.iterations}"
         return f"transpose[{shape}: {transpose_cycles(config)} cycles]"
-    if config["stage"] == "vector_inter_slice_reduce":
-        return f"vector_inter_slice_reduce[{config['ratio']} slices: {inter_slice_reduce_cycles(config)} cycles]"
-    return config["stage"]
+    if config.stage == "vector_inter_slice_reduce":
+        return f"vector_inter_slice_reduce[{config.ratio} slices: {inter_slice_reduce_cycles(config)} cycles]"
+    return config.stage
 
 
 def _slices(lir: Lir) -> int:

@@ -91,20 +91,21 @@ def box_size(box: list[int]) -> int:
     return math.prod(box[::2])
 
 
-def problem(config: dict) -> tuple[str, str] | None:
-    """(field, why) for the first layout field of a config (each declared field read already) whose numbers
-    do not fit one another or the chip: a live box as large as its shape, a fold's terms a whole number of
-    outputs, a reducer's slices within a cluster."""
-    if "live" in config and box_size(config["live"]) != config["steps"] * config["lanes"]:
-        shape = f"{config['steps']} × {config['lanes']}"
-        return "live", f"describes {box_size(config['live'])} positions, the stream has {shape}"
-    if "terms" in config:
-        reduced, terms = config["reduced"], box_size(config["terms"])
-        if reduced < 1 or terms % reduced:
-            return "reduced", f"{reduced} terms per output do not divide the {terms} terms"
-        if "source" in config and box_size(config["target"]) * reduced != terms:
-            return "terms", f"{terms} terms for {box_size(config['target'])} outputs of {reduced} terms each"
+def problem(config: object) -> tuple[str, str] | None:
+    """(field, why) for the first layout field of a typed config (`records.EngineConfig`, each field's width
+    checked already) whose numbers do not fit one another or the chip: a live box as large as its shape, a
+    fold's terms a whole number of outputs, a reducer's slices within a cluster."""
+    live, terms = getattr(config, "live", None), getattr(config, "terms", None)
+    if live is not None and box_size(live) != config.steps * config.lanes:
+        return "live", f"describes {box_size(live)} positions, the stream has {config.steps} × {config.lanes}"
+    if terms is not None:
+        reduced, count = config.reduced, box_size(terms)
+        if reduced < 1 or count % reduced:
+            return "reduced", f"{reduced} terms per output do not divide the {count} terms"
+        if hasattr(config, "source") and box_size(config.target) * reduced != count:
+            return "terms", f"{count} terms for {box_size(config.target)} outputs of {reduced} terms each"
     for key in ("in_slices", "slices"):
-        if key in config and not 1 <= config[key] <= RNGD.slices_per_cluster:
-            return key, f"{config[key]} slices, a cluster has 1 to {RNGD.slices_per_cluster}"
+        slices = getattr(config, key, None)
+        if slices is not None and not 1 <= slices <= RNGD.slices_per_cluster:
+            return key, f"{slices} slices, a cluster has 1 to {RNGD.slices_per_cluster}"
     return None

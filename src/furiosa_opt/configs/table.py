@@ -1,28 +1,21 @@
-"""docs/edf.md's table of engine config fields, generated from the declarations (`configs.layouts` for the
-layouts, `configs.vector` for the codes and raw bits), so the document cannot drift from what stage 2
-writes and the reader checks. `tests/docs/test_config_table.py` compares the two; after changing a
-declaration, print the table with `python -m furiosa_opt.configs.table` and paste it between the markers.
+"""docs/edf.md's table of engine config fields, generated from the declarations (`configs.records`: the
+layouts, the codes and raw bits, the derived counts and the register-file port), so the document cannot
+drift from what stage 2 writes and the reader checks. `tests/docs/test_config_table.py` compares the two;
+after changing a declaration, print the table with `python -m furiosa_opt.configs.table` and paste it
+between the markers.
 """
 
 from __future__ import annotations
 
-from furiosa_opt.configs import layouts, vector
 from furiosa_opt.configs.fields import Field
-from furiosa_opt.stages import STAGES
+from furiosa_opt.configs.records import RECORDS
 
 BEGIN, END = "<!-- engine config fields: begin -->", "<!-- engine config fields: end -->"
 
 
 def fields_by_stage() -> dict[str, tuple[Field, ...]]:
-    """Every declared field of each stage, layouts first, in the stage table's order."""
-    declared = {}
-    for stage in STAGES:
-        fields = tuple(
-            f for records in (layouts.RECORDS, vector.RECORDS) if stage in records for f in records[stage].fields
-        )
-        if fields:
-            declared[stage] = fields
-    return declared
+    """Every declared field of each stage that has any, layouts first, in the stage table's order."""
+    return {stage: record.fields for stage, record in RECORDS.items() if record.fields}
 
 
 def markdown() -> str:

@@ -116,44 +116,41 @@ MODE_FAMILIES: dict[str, type] = {
 _TABLES: dict[str, CodeTable] = {"dtype": DTYPE_CODES, "config": SWITCH_KINDS, "cmp": codes.CMPS}
 
 
-def problem(config: dict) -> tuple[str, str] | None:
-    """(field, why) for the first declared field of `config` that is missing, out of its width or a code
-    naming nothing its stage runs; None for a stage without a record here."""
-    record = RECORDS.get(config["stage"])
+def problem(config: object) -> tuple[str, str] | None:
+    """(field, why) for the first code of a typed config (`records.EngineConfig`, each field's width checked
+    already) naming nothing its stage runs; None for a stage without a record here."""
+    stage = config.stage
+    record = RECORDS.get(stage)
     if record is None:
         return None
     declared = {f.name for f in record.fields}
-    found = record.problem({k: v for k, v in config.items() if k in declared or k == "stage"})
-    if found is not None:
-        return found
-    stage = config["stage"]
     for name, table in _TABLES.items():
-        for code in _listed(config.get(name, [])):
+        for code in _listed(getattr(config, name, [])) if name in declared else ():
             if table.problem(code) is not None:
                 return name, table.problem(code)
-    if stage in OP_FAMILIES and not isinstance(_decoded(codes.OPS, config["op"]), OP_FAMILIES[stage]):
-        return "op", f"{codes.OPS.describe(config['op'])} is not an op of `{stage}`"
-    if stage in MODE_FAMILIES and "mode" in declared and not isinstance(_decoded(codes.MODES, config["mode"]),
+    if stage in OP_FAMILIES and not isinstance(_decoded(codes.OPS, config.op), OP_FAMILIES[stage]):
+        return "op", f"{codes.OPS.describe(config.op)} is not an op of `{stage}`"
+    if stage in MODE_FAMILIES and "mode" in declared and not isinstance(_decoded(codes.MODES, config.mode),
                                                                        MODE_FAMILIES[stage]):  # fmt: skip
-        return "mode", f"{codes.MODES.describe(config['mode'])} is not a mode of `{stage}`"
+        return "mode", f"{codes.MODES.describe(config.mode)} is not a mode of `{stage}`"
     if stage == "vector_intra_slice_tag":
         return _tag_problem(config)
     if "operand" in declared:
         return _operand_problem(config)
     if "guard" in declared:
-        why = codes.guard_problem(config["guard"])
+        why = codes.guard_problem(config.guard)
         return None if why is None else ("guard", why)
     return None
 
 
-def _tag_problem(config: dict) -> tuple[str, str] | None:
-    if codes.TAG_MODES.problem(config["mode"]) is not None:
-        return "mode", codes.TAG_MODES.problem(config["mode"])
-    count = 4 if codes.TAG_MODES.value(config["mode"]) == "Comparison" else 0
+def _tag_problem(config: object) -> tuple[str, str] | None:
+    if codes.TAG_MODES.problem(config.mode) is not None:
+        return "mode", codes.TAG_MODES.problem(config.mode)
+    count = 4 if codes.TAG_MODES.value(config.mode) == "Comparison" else 0
     for name in ("cmp", "cmp_kind", "cmp_bits"):
-        if len(config[name]) != count:
-            return name, f"holds {len(config[name])} entries, its TagMode has {count} comparisons"
-    for cmp, kind in zip(config["cmp"], config["cmp_kind"], strict=True):
+        if len(getattr(config, name)) != count:
+            return name, f"holds {len(getattr(config, name))} entries, its TagMode has {count} comparisons"
+    for cmp, kind in zip(config.cmp, config.cmp_kind, strict=True):
         constant = codes.CMPS.value(cmp) in ("True", "False")
         if codes.KINDS.problem(kind) is not None or (codes.KINDS.value(kind) == "none") != constant:
             return (
@@ -163,10 +160,10 @@ def _tag_problem(config: dict) -> tuple[str, str] | None:
     return None
 
 
-def _operand_problem(config: dict) -> tuple[str, str] | None:
-    kinds, guards = config["operand"], config["operand_guard"]
-    if not guards or len(kinds) != 2 * len(guards) or len(config["operand_bits"]) != len(kinds):
-        return "operand", f"{len(kinds)} parts and {len(config['operand_bits'])} raw values for {len(guards)} slot(s)"
+def _operand_problem(config: object) -> tuple[str, str] | None:
+    kinds, guards, bits = config.operand, config.operand_guard, config.operand_bits
+    if not guards or len(kinds) != 2 * len(guards) or len(bits) != len(kinds):
+        return "operand", f"{len(kinds)} parts and {len(bits)} raw values for {len(guards)} slot(s)"
     for kind in kinds:
         if codes.KINDS.problem(kind) is not None:
             return "operand", codes.KINDS.problem(kind)

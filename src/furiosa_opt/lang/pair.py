@@ -100,7 +100,8 @@ class VectorPair:
         values, _ = group._operand(operand, method)
         return active().elementwise(combine, group.stream.data, values)
 
-    def _binary(self, method: str, op, mode, o0, o1, compute) -> VectorPair:
+    def _binary(self, method: str, op, mode, o0, o1) -> VectorPair:
+        compute = STAGES[method].arithmetic
         combine = lambda x, o: compute(op, *ops.apply_arg_mode(mode, x, o))  # noqa: E731
         result = self._groups(method, op, (o0, o1), combine)
         return self._record(method, op, (o0, o1), result, mode)
@@ -130,7 +131,7 @@ class VectorPair:
 
         pair.vector_logic(LogicBinaryOpI32.BitAnd, 0x7FFFFFFF, 0x7FFFFFFF)
         """
-        return self._binary("vector_logic", op, BinaryArgMode.Mode01, group0, group1, ops.logic)
+        return self._binary("vector_logic", op, BinaryArgMode.Mode01, group0, group1)
 
     @user_facing
     def vector_logic_with_mode(self, op, mode: BinaryArgMode, group0: object, group1: object) -> VectorPair:
@@ -138,7 +139,7 @@ class VectorPair:
 
         pair.vector_logic_with_mode(LogicBinaryOpI32.BitXor, BinaryArgMode.Mode10, 1, None)
         """
-        return self._binary("vector_logic", op, mode, group0, group1, ops.logic)
+        return self._binary("vector_logic", op, mode, group0, group1)
 
     @user_facing
     def vector_fxp(self, op, group0: object, group1: object) -> VectorPair:
@@ -146,7 +147,7 @@ class VectorPair:
 
         pair.vector_fxp(FxpBinaryOp.MulInt, 2, 3)
         """
-        return self._binary("vector_fxp", op, BinaryArgMode.Mode01, group0, group1, ops.fxp)
+        return self._binary("vector_fxp", op, BinaryArgMode.Mode01, group0, group1)
 
     @user_facing
     def vector_fxp_with_mode(self, op, mode: BinaryArgMode, group0: object, group1: object) -> VectorPair:
@@ -154,7 +155,7 @@ class VectorPair:
 
         pair.vector_fxp_with_mode(FxpBinaryOp.SubFxp, BinaryArgMode.Mode10, 100, None)
         """
-        return self._binary("vector_fxp", op, mode, group0, group1, ops.fxp)
+        return self._binary("vector_fxp", op, mode, group0, group1)
 
     @user_facing
     def vector_fp_binary(self, op, group0: object, group1: object) -> VectorPair:
@@ -162,7 +163,7 @@ class VectorPair:
 
         pair.vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), 0.5, None)
         """
-        return self._binary("vector_fp_binary", op, BinaryArgMode.Mode01, group0, group1, ops.fp_binary)
+        return self._binary("vector_fp_binary", op, BinaryArgMode.Mode01, group0, group1)
 
     @user_facing
     def vector_fp_binary_with_mode(self, op, mode: BinaryArgMode, group0: object, group1: object) -> VectorPair:
@@ -170,7 +171,7 @@ class VectorPair:
 
         pair.vector_fp_binary_with_mode(FpBinaryOp.SubF, BinaryArgMode.Mode10, 1.0, 1.0)
         """
-        return self._binary("vector_fp_binary", op, mode, group0, group1, ops.fp_binary)
+        return self._binary("vector_fp_binary", op, mode, group0, group1)
 
     @user_facing
     def vector_fp_ternary(self, op, group0: object, group1: object) -> VectorPair:
@@ -190,7 +191,7 @@ class VectorPair:
         for operand in (group0, group1):
             if operand is not None and not (isinstance(operand, tuple) and len(operand) == 2):
                 raise VerifyError("vector-operand", f"`{method}` takes a pair `(a, b)` per group, got {operand!r}")
-        combine = lambda x, pair_: ops.fp_ternary(op, *ops.apply_arg_mode(mode, x, *pair_))  # noqa: E731
+        combine = lambda x, pair_: STAGES["vector_fp_ternary"].arithmetic(op, *ops.apply_arg_mode(mode, x, *pair_))  # noqa: E731
         result = self._groups(method, op, (group0, group1), combine)
         return self._record(method, op, (group0, group1), result, mode)
 
@@ -208,7 +209,7 @@ class VectorPair:
 
         pair.vector_fp_div_with_mode(BinaryArgMode.Mode10, 1.0, 1.0)
         """
-        return self._binary("vector_fp_div", FpDivBinaryOp.DivF, mode, group0, group1, ops.fp_binary)
+        return self._binary("vector_fp_div", FpDivBinaryOp.DivF, mode, group0, group1)
 
     @user_facing
     def vector_clip(self, op, group0: object, group1: object) -> VectorPair:
@@ -216,7 +217,7 @@ class VectorPair:
 
         pair.vector_clip(ClipBinaryOpI32.Max, 0, None)
         """
-        return self._binary("vector_clip", op, BinaryArgMode.Mode01, group0, group1, ops.clip)
+        return self._binary("vector_clip", op, BinaryArgMode.Mode01, group0, group1)
 
     @user_facing
     def vector_clip_with_mode(self, op, mode: BinaryArgMode, group0: object, group1: object) -> VectorPair:
@@ -224,7 +225,7 @@ class VectorPair:
 
         pair.vector_clip_with_mode(ClipBinaryOpI32.Min, BinaryArgMode.Mode01, 127, 127)
         """
-        return self._binary("vector_clip", op, mode, group0, group1, ops.clip)
+        return self._binary("vector_clip", op, mode, group0, group1)
 
     @user_facing
     def vector_fp_unary(self, op, group0: bool, group1: bool) -> VectorPair:
@@ -238,7 +239,10 @@ class VectorPair:
         rules.check_alu(alu, self.used, method)
         groups = [
             g._with(
-                slot, active().elementwise(lambda v: ops.fp_unary(op, v), g.stream.data) if apply else g.stream.data
+                slot,
+                active().elementwise(lambda v: STAGES["vector_fp_unary"].arithmetic(op, v), g.stream.data)
+                if apply
+                else g.stream.data,
             )
             for g, apply in ((self.g0, group0), (self.g1, group1))
         ]
@@ -257,7 +261,7 @@ class VectorPair:
         pair.vector_fxp_to_fp(31)
         """
         slot = self._enter("vector_fxp_to_fp", dtypes.i32)
-        convert = lambda v: dtypes.fxp_to_fp(v, int_width)  # noqa: E731
+        convert = lambda v: STAGES["vector_fxp_to_fp"].arithmetic(v, int_width)  # noqa: E731
         return self._both(
             "vector_fxp_to_fp",
             slot,
@@ -272,7 +276,7 @@ class VectorPair:
         pair.vector_fp_to_fxp(31)
         """
         slot = self._enter("vector_fp_to_fxp", dtypes.f32)
-        convert = lambda v: dtypes.fp_to_fxp(v, int_width)  # noqa: E731
+        convert = lambda v: STAGES["vector_fp_to_fxp"].arithmetic(v, int_width)  # noqa: E731
         return self._both(
             "vector_fp_to_fxp",
             slot,
@@ -338,7 +342,7 @@ class VectorPair:
 
         pair.vector_logic_zip(LogicBinaryOpI32.BitXor)
         """
-        return self._zip("vector_logic_zip", op, BinaryArgMode.Mode01, ops.logic)
+        return self._zip("vector_logic_zip", op, BinaryArgMode.Mode01)
 
     @user_facing
     def vector_logic_zip_with_mode(self, op, mode: BinaryArgMode) -> object:
@@ -346,7 +350,7 @@ class VectorPair:
 
         pair.vector_logic_zip_with_mode(LogicBinaryOpI32.LeftShift, BinaryArgMode.Mode10)
         """
-        return self._zip("vector_logic_zip", op, mode, ops.logic)
+        return self._zip("vector_logic_zip", op, mode)
 
     @user_facing
     def vector_fxp_zip(self, op) -> object:
@@ -354,7 +358,7 @@ class VectorPair:
 
         pair.vector_fxp_zip(FxpBinaryOp.MulInt)
         """
-        return self._zip("vector_fxp_zip", op, BinaryArgMode.Mode01, ops.fxp)
+        return self._zip("vector_fxp_zip", op, BinaryArgMode.Mode01)
 
     @user_facing
     def vector_fxp_zip_with_mode(self, op, mode: BinaryArgMode) -> object:
@@ -362,7 +366,7 @@ class VectorPair:
 
         pair.vector_fxp_zip_with_mode(FxpBinaryOp.SubFxp, BinaryArgMode.Mode10)  # group 1 - group 0
         """
-        return self._zip("vector_fxp_zip", op, mode, ops.fxp)
+        return self._zip("vector_fxp_zip", op, mode)
 
     @user_facing
     def vector_fp_zip(self, op) -> object:
@@ -370,7 +374,7 @@ class VectorPair:
 
         pair.vector_fp_zip(FpBinaryOp.AddF)
         """
-        return self._zip("vector_fp_zip", op, BinaryArgMode.Mode01, ops.fp_binary)
+        return self._zip("vector_fp_zip", op, BinaryArgMode.Mode01)
 
     @user_facing
     def vector_fp_zip_with_mode(self, op, mode: BinaryArgMode) -> object:
@@ -378,7 +382,7 @@ class VectorPair:
 
         pair.vector_fp_zip_with_mode(FpBinaryOp.SubF, BinaryArgMode.Mode10)
         """
-        return self._zip("vector_fp_zip", op, mode, ops.fp_binary)
+        return self._zip("vector_fp_zip", op, mode)
 
     @user_facing
     def vector_clip_zip(self, op) -> object:
@@ -386,7 +390,7 @@ class VectorPair:
 
         pair.vector_clip_zip(ClipBinaryOpI32.AddFxp)
         """
-        return self._zip("vector_clip_zip", op, BinaryArgMode.Mode01, ops.clip)
+        return self._zip("vector_clip_zip", op, BinaryArgMode.Mode01)
 
     @user_facing
     def vector_clip_zip_with_mode(self, op, mode: BinaryArgMode) -> object:
@@ -394,15 +398,15 @@ class VectorPair:
 
         pair.vector_clip_zip_with_mode(ClipBinaryOpF32.Max, BinaryArgMode.Mode10)
         """
-        return self._zip("vector_clip_zip", op, mode, ops.clip)
+        return self._zip("vector_clip_zip", op, mode)
 
-    def _zip(self, method: str, op, mode, compute):
+    def _zip(self, method: str, op, mode):
         """One stream of `op(group 0, group 1)` (the mode picks the groups), in the Zipped context: no
         stash follows; the tags are group 1's."""
         slot = self._enter(method)
         alu = self.g0._op(op, method)
         rules.check_alu(alu, self.used, method)
-        g0, g1 = self.g0, self.g1
+        g0, g1, compute = self.g0, self.g1, STAGES[method].arithmetic
         data = active().elementwise(
             lambda a, b: compute(op, *ops.apply_arg_mode(mode, a, b)), g0.stream.data, g1.stream.data
         )

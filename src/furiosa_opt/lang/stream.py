@@ -223,7 +223,9 @@ class Stream:
         """
         self._expect("fetch_table_lookup")
         rules.check_table_lookup(self.ctx.name, self.dtype, dtype)
-        return self._adapted("fetch_table_lookup", lambda v: dtypes.table_lookup(v, self.dtype, dtype), dtype=dtype)
+        return self._adapted(
+            "fetch_table_lookup", lambda v: STAGES["fetch_table_lookup"].arithmetic(v, self.dtype, dtype), dtype=dtype
+        )
 
     @user_facing
     def fetch_zero_point_sub(self, zero_point: int, dtype: DType) -> Stream:
@@ -234,7 +236,7 @@ class Stream:
         """
         self._expect("fetch_zero_point_sub")
         rules.check_zero_point_sub(self.dtype, dtype, zero_point)
-        subtract = lambda v: dtypes.zero_point_sub(v, zero_point, dtype)  # noqa: E731
+        subtract = lambda v: STAGES["fetch_zero_point_sub"].arithmetic(v, zero_point, dtype)  # noqa: E731
         return self._adapted("fetch_zero_point_sub", subtract, zero_point=zero_point, dtype=dtype)
 
     @user_facing
@@ -259,7 +261,7 @@ class Stream:
         """
         self._expect("fetch_cast")
         rules.check_fetch_cast(self.dtype, dtype)
-        return self._adapted("fetch_cast", lambda v: dtypes.convert(v, self.dtype, dtype), dtype=dtype)
+        return self._adapted("fetch_cast", lambda v: STAGES["fetch_cast"].arithmetic(v, self.dtype, dtype), dtype=dtype)
 
     @user_facing
     def switch(self, config: SwitchConfig, slice: Mapping, time: Mapping) -> Stream:
@@ -326,7 +328,7 @@ class Stream:
         """Narrow one flit into one flit (i32 → i4/i8/i16 wrap; f32 → bf16/f8 with hardware rounding)."""
         self._expect("cast")
         rules.check_cast(self.dtype, dtype, self.packet, packet)
-        data = active().elementwise(lambda v: dtypes.convert(v, self.dtype, dtype), self.data)
+        data = active().elementwise(lambda v: STAGES["cast"].arithmetic(v, self.dtype, dtype), self.data)
         result = self._next("cast", self.time, packet, broadcast=False, dtype=dtype, data=data)
         return self._recorded(result, "cast", dtype=dtype, packet=packet)
 
@@ -367,7 +369,8 @@ class Stream:
     def _commit_cast(self, dtype: DType, relu: bool) -> Stream:
         self._expect("commit_cast_relu" if relu else "commit_cast")
         rules.check_commit_cast(self.packet, self.dtype, dtype)
-        data = active().elementwise(lambda v: dtypes.commit_cast(v, relu), self.data)
+        commit_cast = STAGES["commit_cast_relu" if relu else "commit_cast"].arithmetic
+        data = active().elementwise(lambda v: commit_cast(v, relu), self.data)
         stage = "commit_cast_relu" if relu else "commit_cast"
         result = Stream(self.ctx, stage, dtype, self.spatial, self.time, self.packet, data)
         return self._recorded(result, stage, dtype=dtype)

@@ -51,7 +51,7 @@ class VectorStream(VectorCore):
         """
         slot = self._enter("vector_intra_slice_tag")
         rules.check_tag_packet(self.stream.packet)
-        tags = active().elementwise(lambda v: ops.comparison_tags(mode, v), self.stream.data)
+        tags = active().elementwise(lambda v: STAGES["vector_intra_slice_tag"].arithmetic(mode, v), self.stream.data)
         return self._recorded(self._with(slot, self.stream.data, tags=tags), "vector_intra_slice_tag", mode=mode)
 
     @user_facing
@@ -88,7 +88,7 @@ class VectorStream(VectorCore):
 
         s.vector_logic(LogicBinaryOpI32.BitAnd, 0xFF)
         """
-        return self._binary("vector_logic", op, operand, mode, ops.logic)
+        return self._binary("vector_logic", op, operand, mode)
 
     @user_facing
     def vector_logic_with_mode(self, op, mode: BinaryArgMode, operand: object) -> VectorStream:
@@ -96,7 +96,7 @@ class VectorStream(VectorCore):
 
         s.vector_logic_with_mode(LogicBinaryOpI32.LeftShift, BinaryArgMode.Mode10, 1)
         """
-        return self._binary("vector_logic", op, operand, mode, ops.logic)
+        return self._binary("vector_logic", op, operand, mode)
 
     @user_facing
     def vector_fxp(self, op, operand: object, mode: BinaryArgMode = BinaryArgMode.Mode01) -> VectorStream:
@@ -104,7 +104,7 @@ class VectorStream(VectorCore):
 
         s.vector_fxp(FxpBinaryOp.AddFxp, 10)
         """
-        return self._binary("vector_fxp", op, operand, mode, ops.fxp)
+        return self._binary("vector_fxp", op, operand, mode)
 
     @user_facing
     def vector_fxp_with_mode(self, op, mode: BinaryArgMode, operand: object) -> VectorStream:
@@ -112,7 +112,7 @@ class VectorStream(VectorCore):
 
         s.vector_fxp_with_mode(FxpBinaryOp.SubFxp, BinaryArgMode.Mode10, 100)  # 100 - x
         """
-        return self._binary("vector_fxp", op, operand, mode, ops.fxp)
+        return self._binary("vector_fxp", op, operand, mode)
 
     @user_facing
     def vector_fxp_to_fp(self, int_width: int) -> VectorStream:
@@ -122,7 +122,7 @@ class VectorStream(VectorCore):
         """
         slot = self._enter("vector_fxp_to_fp")
         rules.check_scalar(self.dtype, dtypes.i32, "vector_fxp_to_fp")
-        data = active().elementwise(lambda v: dtypes.fxp_to_fp(v, int_width), self.stream.data)
+        data = active().elementwise(lambda v: STAGES["vector_fxp_to_fp"].arithmetic(v, int_width), self.stream.data)
         return self._recorded(self._with(slot, data, dtype=dtypes.f32), "vector_fxp_to_fp", int_width=int_width)
 
     @user_facing
@@ -157,11 +157,11 @@ class VectorStream(VectorCore):
         slot = self._enter("vector_fp_unary")
         alu = self._op(op, "vector_fp_unary", dtypes.f32)
         if guard is None:
-            data = active().elementwise(lambda v: ops.fp_unary(op, v), self.stream.data)
+            data = active().elementwise(lambda v: STAGES["vector_fp_unary"].arithmetic(op, v), self.stream.data)
         else:
             if not isinstance(guard, TagGuard) or guard.dead:
                 raise VerifyError("vector-branch-guard", f"vector_fp_unary: a guard admitting some tag, got {guard!r}")
-            apply = lambda v, t: np.where(guard.admits(t), ops.fp_unary(op, v), v)  # noqa: E731
+            apply = lambda v, t: np.where(guard.admits(t), STAGES["vector_fp_unary"].arithmetic(op, v), v)  # noqa: E731
             data = active().elementwise(apply, self.stream.data, self.tags)
         return self._recorded(self._with(slot, data, alu=alu), "vector_fp_unary", op=op, guard=guard)
 
@@ -171,7 +171,7 @@ class VectorStream(VectorCore):
 
         s.vector_fp_binary(FpBinaryOp.MulF(FpMulAlu.Mul0), 0.5)
         """
-        return self._binary("vector_fp_binary", op, operand, mode, ops.fp_binary)
+        return self._binary("vector_fp_binary", op, operand, mode)
 
     @user_facing
     def vector_fp_binary_with_mode(self, op, mode: BinaryArgMode, operand: object) -> VectorStream:
@@ -179,7 +179,7 @@ class VectorStream(VectorCore):
 
         s.vector_fp_binary_with_mode(FpBinaryOp.SubF, BinaryArgMode.Mode10, vrf)  # vrf - x
         """
-        return self._binary("vector_fp_binary", op, operand, mode, ops.fp_binary)
+        return self._binary("vector_fp_binary", op, operand, mode)
 
     @user_facing
     def vector_fp_ternary(self, op, operands: tuple) -> VectorStream:
@@ -199,7 +199,7 @@ class VectorStream(VectorCore):
         method = "vector_fp_ternary"
         stage = self._enter(method)
         alu = self._op(op, method, dtypes.f32)
-        combine = lambda x, pair_: ops.fp_ternary(op, *ops.apply_arg_mode(mode, x, *pair_))  # noqa: E731
+        combine = lambda x, pair_: STAGES["vector_fp_ternary"].arithmetic(op, *ops.apply_arg_mode(mode, x, *pair_))  # noqa: E731
         if isinstance(operands, Branched):
             data, stash = self._branched(operands, method, combine)
             shown = operands
@@ -232,7 +232,9 @@ class VectorStream(VectorCore):
         label = axis.name
         rules.check_intra_slice_reduce(s.time, s.packet, time, packet, label)
         target = pair(*s.spatial, time, packet).factors
-        data = active().reduce(s.data, s.layout.factors, target, *ops.reducer(op), False)
+        data = active().reduce(
+            s.data, s.layout.factors, target, *STAGES["vector_intra_slice_reduce"].arithmetic(op), False
+        )
         tags = active().reduce(self.tags, s.layout.factors, target, lambda a, x: x, np.uint8(0), False)
         result = self._with(stage, data, alu=alu, time=time, packet=packet, tags=tags)
         return self._recorded(result, method, op=op, axis=Mapping.from_node(Sym(axis)), time=time, packet=packet)
@@ -243,7 +245,7 @@ class VectorStream(VectorCore):
 
         s.vector_fp_div(vrf)
         """
-        return self._binary("vector_fp_div", FpDivBinaryOp.DivF, operand, BinaryArgMode.Mode01, ops.fp_binary)
+        return self._binary("vector_fp_div", FpDivBinaryOp.DivF, operand, BinaryArgMode.Mode01)
 
     @user_facing
     def vector_fp_div_with_mode(self, mode: BinaryArgMode, operand: object) -> VectorStream:
@@ -251,7 +253,7 @@ class VectorStream(VectorCore):
 
         s.vector_fp_div_with_mode(BinaryArgMode.Mode10, 1.0)  # 1 / x
         """
-        return self._binary("vector_fp_div", FpDivBinaryOp.DivF, operand, mode, ops.fp_binary)
+        return self._binary("vector_fp_div", FpDivBinaryOp.DivF, operand, mode)
 
     @user_facing
     def vector_widen_concat(self, time: Mapping, packet: Mapping) -> VectorStream:
@@ -281,7 +283,7 @@ class VectorStream(VectorCore):
         """
         slot = self._enter("vector_fp_to_fxp")
         rules.check_scalar(self.dtype, dtypes.f32, "vector_fp_to_fxp")
-        data = active().elementwise(lambda v: dtypes.fp_to_fxp(v, int_width), self.stream.data)
+        data = active().elementwise(lambda v: STAGES["vector_fp_to_fxp"].arithmetic(v, int_width), self.stream.data)
         return self._recorded(self._with(slot, data, dtype=dtypes.i32), "vector_fp_to_fxp", int_width=int_width)
 
     @user_facing
@@ -290,7 +292,7 @@ class VectorStream(VectorCore):
 
         s.vector_clip(ClipBinaryOpF32.Max, 0.0)  # ReLU
         """
-        return self._binary("vector_clip", op, operand, mode, ops.clip)
+        return self._binary("vector_clip", op, operand, mode)
 
     @user_facing
     def vector_clip_with_mode(self, op, mode: BinaryArgMode, operand: object) -> VectorStream:
@@ -298,7 +300,7 @@ class VectorStream(VectorCore):
 
         s.vector_clip_with_mode(ClipBinaryOpI32.Min, BinaryArgMode.Mode01, 127)
         """
-        return self._binary("vector_clip", op, operand, mode, ops.clip)
+        return self._binary("vector_clip", op, operand, mode)
 
     # ---- the stash, reinterpretation, the filter ----
 
@@ -350,7 +352,9 @@ class VectorStream(VectorCore):
         s = self.stream
         rules.check_inter_slice_reduce(s.spatial[2], s.time, slice, time)
         target = pair(*s.spatial[:2], slice, time, s.packet).factors
-        data = active().reduce(s.data, s.layout.factors, target, *ops.reducer(op), True)
+        data = active().reduce(
+            s.data, s.layout.factors, target, *STAGES["vector_inter_slice_reduce"].arithmetic(op), True
+        )
         stream = s.advanced("vector", s.dtype, time, s.packet, data, slice_=slice)
         tags = active().zeros(np.dtype(np.uint8), stream.layout.size)
         result = VectorStream(stream, tags, rules.INTER, 8, frozenset(), None, self.stage == "init")

@@ -194,9 +194,11 @@ class VectorCore:
         rules.check_alu(alu, self.used, method)
         return alu
 
-    def _binary(self, method: str, op, operand: object, mode, compute) -> Self:
+    def _binary(self, method: str, op, operand: object, mode) -> Self:
+        """A two-operand op computed with the stage's arithmetic (`STAGES[method].arithmetic`)."""
         stage = self._enter(method)
         alu = self._op(op, method)
+        compute = STAGES[method].arithmetic
         combine = lambda x, o: compute(op, *ops.apply_arg_mode(mode, x, o))  # noqa: E731
         if isinstance(operand, Branched):
             data, stash = self._branched(operand, method, combine)

@@ -21,6 +21,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import TypeVar
 
@@ -190,10 +191,11 @@ def _temporary(edf: Edf, command: Command, rows: int) -> int:
         if sequencer is not None
     ]
     for config in command.engines:  # what a stage makes: its stream, a fold's terms, a walk's reach or table
-        positions += [config["steps"] * config["lanes"]] if "steps" in config else []
-        positions += [box_size(config[key]) for key in ("terms", "target") if key in config]
+        values = {f.name: getattr(config, f.name) for f in fields(config)}
+        positions += [values["steps"] * values["lanes"]] if "steps" in values else []
+        positions += [box_size(values[key]) for key in ("terms", "target") if key in values]
         positions += [
-            extent(v) if k.endswith("walk") else len(v) for k, v in config.items() if k.endswith(("walk", "table"))
+            extent(v) if k.endswith("walk") else len(v) for k, v in values.items() if k.endswith(("walk", "table"))
         ]
     positions += [buffers[name].bytes * 2 for name in command.inputs]  # a register file: 4-bit at the most
     return rows * max(positions, default=1) * POSITION_BYTES

@@ -9,6 +9,7 @@ from typing import Protocol
 import numpy as np
 
 from furiosa_opt.compiler.lir import Command
+from furiosa_opt.configs.records import EngineConfig
 from furiosa_opt.dtypes import DType
 from furiosa_opt.sim.walk import box_mask
 
@@ -35,9 +36,9 @@ class Stream:
         """Which positions hold a value (None: all do)."""
         return box_mask(self.box)
 
-    def reshaped(self, config: dict) -> Stream:
+    def reshaped(self, config: EngineConfig) -> Stream:
         """The stream with the layout a config gives it (`steps`, `lanes`, `live`), values unchanged."""
-        return replace(self, steps=config["steps"], lanes=config["lanes"], box=config["live"])
+        return replace(self, steps=config.steps, lanes=config.lanes, box=config.live)
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,8 @@ class Unit(Protocol):
 
     pending: dict  # what earlier stages of the command left for later ones (the stash, the contraction's)
 
-    def operand(self, command: Command, config: dict, memory: str) -> Operand: ...
+    def operand(self, command: Command, config: EngineConfig, memory: str) -> Operand: ...
 
-    def rf_values(self, stream: Stream, config: dict, command: Command) -> np.ndarray: ...
+    def rf_values(self, stream: Stream, config: EngineConfig, command: Command) -> np.ndarray: ...
 
-    def stash_values(self, stream: Stream, config: dict) -> np.ndarray: ...
+    def stash_values(self, stream: Stream, config: EngineConfig) -> np.ndarray: ...

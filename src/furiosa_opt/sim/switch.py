@@ -1,5 +1,5 @@
 """The Switch Engine's stage: the ring's routing, from the config's numbers (the variant's code and sizes,
-`switch.from_fields`, or a CustomBroadcast's routing table), its input's slices and its output's layout."""
+`switch.from_config`, or a CustomBroadcast's routing table), its input's slices and its output's layout."""
 
 from __future__ import annotations
 
@@ -9,21 +9,24 @@ import numpy as np
 
 from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.lir import Command
+from furiosa_opt.configs.records import EngineConfig
 from furiosa_opt.sim.stream import Stream, Unit
-from furiosa_opt.switch import SwitchConfig, from_fields
+from furiosa_opt.stages import register
+from furiosa_opt.switch import SwitchConfig, from_config
 
 
-def route(unit: Unit, stream: Stream, config: dict, command: Command) -> Stream:
+@register("simulator", "switch")
+def route(unit: Unit, stream: Stream, config: EngineConfig, command: Command) -> Stream:
     """The ring's routing, from the config's numbers alone: each cluster's slices as an array
     `[slice2, slice1, slice0, time…, packet]` whose axes a named config permutes and broadcasts, or the
     routing table a CustomBroadcast carries (which input slice each output slice reads per moved step)."""
     ring = RNGD.slices_per_cluster  # the switch's ring has a router on every slice of a cluster
-    n = config["in_slices"]
+    n = config.in_slices
     steps, lanes = stream.steps, stream.lanes
     clusters = stream.values.reshape(-1, ring, steps, lanes)
-    cfg = from_fields(config)
+    cfg = from_config(config)
     if cfg.kind == "CustomBroadcast":
-        sources = np.asarray(config["sources"], dtype=np.int64).reshape(-1, config["moved"])
+        sources = np.asarray(config.sources, dtype=np.int64).reshape(-1, config.moved)
         moved = clusters[:, np.maximum(sources, 0)].transpose(0, 1, 3, 2, 4)  # [g, out, steps, moved, lanes]
         moved = np.where((sources >= 0)[None, :, None, :, None], moved, 0)
     else:

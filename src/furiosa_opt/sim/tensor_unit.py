@@ -14,7 +14,6 @@ from the binary's numbers, never from a mapping.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -23,15 +22,14 @@ from furiosa_opt import dtypes
 from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler.lir import DM_BASE, Buffer, Command, Sequencer, sequencer_loops
 from furiosa_opt.configs.layouts import box_size
+from furiosa_opt.configs.records import EngineConfig
 from furiosa_opt.dtypes import DTYPE_CODES, DType, dtype_by_name
-from furiosa_opt.sim import vector_engine
+from furiosa_opt.sim import switch, vector_engine  # noqa: F401 (they register their stages)
 from furiosa_opt.sim.memory import Fault, Loops, Memories
 from furiosa_opt.sim.stream import Operand, Stream, Unsupported
-from furiosa_opt.sim.switch import route
 from furiosa_opt.sim.walk import box_mask, gather
-from furiosa_opt.stages import STAGES
+from furiosa_opt.stages import STAGES, register
 from furiosa_opt.terms import fold_terms, reduce_terms, widener
-from furiosa_opt.vector import arithmetic
 from furiosa_opt.vector.codes import OPS
 
 
@@ -40,23 +38,20 @@ class TensorUnit:
         self.memories, self.buffers = memories, buffers
 
     def run(self, command: Command) -> None:
-        """Each engine config in order through its stage's handler (`HANDLERS`, one per stage of the table
-        in furiosa_opt/stages.py); the first is the fetch, the last stores the command's output."""
+        """Each engine config in order through its stage's simulator handler (registered with the stage table,
+        furiosa_opt/stages.py); the first is the fetch, the last stores the command's output."""
         self.pending: dict = {}  # what the contraction stages gather for `contract_lane`
         stream = None
         for config in command.engines:
-            handler = HANDLERS.get(config["stage"])
-            if handler is None:
-                raise Unsupported(f"the simulator does not execute the `{config['stage']}` stage yet")
-            stream = handler(self, stream, config, command)
+            stream = STAGES[config.stage].handler("simulator")(self, stream, config, command)
 
     # ---- memory side ----
 
-    def fetch(self, command: Command, config: dict) -> Stream:
+    def fetch(self, command: Command, config: EngineConfig) -> Stream:
         """The fetch sequencer's walk of DM (memory 1) as the stream; padding positions read zero."""
         sequencer = command.fetch
         dtype = dtype_by_name(self.buffers[sequencer.buffer].dtype)
-        shape = Stream(np.empty((0, 0)), dtype, config["steps"], config["lanes"], config["live"])
+        shape = Stream(np.empty((0, 0)), dtype, config.steps, config.lanes, config.live)
         loops = _loops(sequencer, 1, shape, "fetch", dtype)
         if sequencer.interleave and dtype.bits < 8:
             raise Unsupported(f"a pair-mode fetch of {dtype} (4-bit) tensors")
@@ -70,45 +65,40 @@ class TensorUnit:
         loops = _loops(sequencer, 0, stream, "commit", stream.dtype)
         _write(self.memories, "sram", sequencer.base - DM_BASE, loops, stream.dtype, stream.values, stream.live)
 
-    def store(self, stream: Stream, command: Command, config: dict) -> None:
+    def store(self, stream: Stream, command: Command, config: EngineConfig) -> None:
         """A register-file store: the stream walked into the file's layout (the config's `target` box) at
         the buffer's address."""
         buffer = self.buffers[command.outputs[0]]
-        values = gather(
-            stream.values, config["walk"], config["table"], box_size(config["target"]), box_mask(config["target"])
-        )
-        loops = _contiguous(box_size(config["target"]), stream.dtype)
+        values = gather(stream.values, config.walk, config.table, box_size(config.target), box_mask(config.target))
+        loops = _contiguous(box_size(config.target), stream.dtype)
         _write(self.memories, buffer.memory, buffer.address, loops, stream.dtype, values, None)
 
-    def operand(self, command: Command, config: dict, memory: str) -> Operand:
-        """The register-file tensor an engine reads (the buffer its config names in `rf`): every element
-        the buffer holds."""
-        name = config.get("rf")
-        if name not in command.inputs or self.buffers[name].memory != memory:
-            raise Fault(
-                f"`{config['stage']}` needs a {memory.upper()} tensor the command reads, its config names {name}"
-            )
+    def operand(self, command: Command, config: EngineConfig, memory: str) -> Operand:
+        """The register-file tensor an engine reads (the command's input its config names in `rf`): every
+        element the buffer holds."""
+        name = command.inputs[config.rf] if 0 <= config.rf < len(command.inputs) else None
+        if name is None or self.buffers[name].memory != memory:
+            raise Fault(f"`{config.stage}` needs a {memory.upper()} tensor the command reads, its config names "
+                        f"input {config.rf} ({name})")  # fmt: skip
         buffer = self.buffers[name]
         dtype = dtype_by_name(buffer.dtype)
         loops = _contiguous(buffer.bytes * 8 // dtype.bits, dtype)
         return Operand(_read(self.memories, memory, buffer.address, loops, dtype, None), dtype)
 
-    def rf_values(self, stream: Stream, config: dict, command: Command) -> np.ndarray:
+    def rf_values(self, stream: Stream, config: EngineConfig, command: Command) -> np.ndarray:
         """The VRF tensor the config names, walked into the stream's layout (`rf_walk`)."""
         vrf = self.operand(command, config, "vrf")
-        return gather(vrf.values, config["rf_walk"], config["rf_table"], stream.positions, stream.live)
+        return gather(vrf.values, config.rf_walk, config.rf_table, stream.positions, stream.live)
 
-    def stash_values(self, stream: Stream, config: dict) -> np.ndarray:
+    def stash_values(self, stream: Stream, config: EngineConfig) -> np.ndarray:
         """What the command's `vector_stash` wrote, walked into the stream's layout (`stash_walk`)."""
         if "stash" not in self.pending:
-            raise Fault(f"`{config['stage']}` reads the stash before any `vector_stash` of its command wrote it")
-        return gather(
-            self.pending.pop("stash"), config["stash_walk"], config["stash_table"], stream.positions, stream.live
-        )
+            raise Fault(f"`{config.stage}` reads the stash before any `vector_stash` of its command wrote it")
+        return gather(self.pending.pop("stash"), config.stash_walk, config.stash_table, stream.positions, stream.live)
 
     # ---- the Contraction Engine ----
 
-    def contract(self, stream: Stream, stage: str, config: dict, command: Command, pending: dict) -> Stream:
+    def contract(self, stream: Stream, stage: str, config: EngineConfig, command: Command, pending: dict) -> Stream:
         """`contract_outer` takes the stream and the TRF tensor; `contract_lane` folds them as its config
         says (`fold_terms`), from zero in the terms' order, as upstream's CPU does."""
         if stage == "contract_outer":
@@ -119,102 +109,118 @@ class TensorUnit:
         if stage != "contract_lane":
             return stream
         lhs, trf = pending["lhs"], pending["trf"]
-        acc = DTYPE_CODES.value(config["acc"])
-        terms, count = [], box_size(config["terms"])
+        acc = DTYPE_CODES.value(config.acc)
+        terms, count = [], box_size(config.terms)
         for side, operand in (("lhs", lhs), ("rhs", trf)):
             values = widener(acc, operand.dtype)(operand.values)
-            terms.append(gather(values, config[f"{side}_walk"], config[f"{side}_table"], count, None))
+            terms.append(gather(values, getattr(config, f"{side}_walk"), getattr(config, f"{side}_table"), count, None))
         sums = fold_terms(*terms, _term_live(config), acc.storage)
         out = replace(stream.reshaped(config), dtype=acc, tags=None)
-        return replace(out, values=gather(sums, config["walk"], config["table"], out.positions, out.live))
+        return replace(out, values=gather(sums, config.walk, config.table, out.positions, out.live))
 
 
 # ---- the stage handlers: (unit, stream, config, command) -> the stream after the stage ----
 
 
-def _relaid(unit: TensorUnit, stream: Stream, config: dict, command: Command | None = None) -> Stream:
+_WALKS = (
+    "collect",
+    "vector_narrow_split",
+    "vector_narrow_trim",
+    "vector_widen_concat",
+    "vector_widen_pad",
+    "commit_trim",
+)
+
+
+@register("simulator", *_WALKS)  # a walk, and nothing else
+def _relaid(unit: TensorUnit, stream: Stream, config: EngineConfig, command: Command | None = None) -> Stream:
     """The stream (and its tags) walked into the config's `time` and `packet` layout."""
     moved = stream.reshaped(config)
     live = moved.live
-    values = gather(stream.values, config["walk"], config["table"], moved.positions, live)
-    tags = None if stream.tags is None else gather(stream.tags, config["walk"], config["table"], moved.positions, live)
+    values = gather(stream.values, config.walk, config.table, moved.positions, live)
+    tags = None if stream.tags is None else gather(stream.tags, config.walk, config.table, moved.positions, live)
     return replace(moved, values=values, tags=tags)
 
 
-def _cast(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    target = DTYPE_CODES.value(config["dtype"])
-    converted = replace(stream, values=dtypes.convert(stream.values, stream.dtype, target), dtype=target)
-    return _relaid(unit, converted, config) if "walk" in config else converted
-
-
-def _table_lookup(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    target = DTYPE_CODES.value(config["dtype"])
-    return replace(stream, values=dtypes.table_lookup(stream.values, stream.dtype, target), dtype=target)
-
-
-def _zero_point_sub(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    target = DTYPE_CODES.value(config["dtype"])
-    values = dtypes.zero_point_sub(stream.values, config["zero_point"], target)
+@register("simulator", "fetch_cast", "fetch_table_lookup")
+def _converted(unit: TensorUnit, stream: Stream, config: EngineConfig, command: Command) -> Stream:
+    """The Fetch Adapter's cast or table lookup: each element converted to the config's dtype, in place."""
+    target = DTYPE_CODES.value(config.dtype)
+    values = STAGES[config.stage].arithmetic(stream.values, stream.dtype, target)
     return replace(stream, values=values, dtype=target)
 
 
-def _commit_cast(relu: bool) -> Callable:
-    def stage(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-        values = dtypes.commit_cast(stream.values, relu)
-        return replace(stream, values=values, dtype=DTYPE_CODES.value(config["dtype"]))
-
-    return stage
+@register("simulator", "cast")
+def _cast(unit: TensorUnit, stream: Stream, config: EngineConfig, command: Command) -> Stream:
+    """The Cast Engine: each element converted, then the stream walked into its new packet."""
+    return _relaid(unit, _converted(unit, stream, config, command), config)
 
 
-def _unzip(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
+@register("simulator", "fetch_zero_point_sub")
+def _zero_point_sub(unit: TensorUnit, stream: Stream, config: EngineConfig, command: Command) -> Stream:
+    target = DTYPE_CODES.value(config.dtype)
+    values = STAGES[config.stage].arithmetic(stream.values, config.zero_point, target)
+    return replace(stream, values=values, dtype=target)
+
+
+@register("simulator", "commit_cast", "commit_cast_relu")
+def _commit_cast(unit: TensorUnit, stream: Stream, config: EngineConfig, command: Command) -> Stream:
+    values = STAGES[config.stage].arithmetic(stream.values, config.stage == "commit_cast_relu")
+    return replace(stream, values=values, dtype=DTYPE_CODES.value(config.dtype))
+
+
+@register("simulator", "vector_intra_slice_unzip")
+def _unzip(unit: TensorUnit, stream: Stream, config: EngineConfig, command: Command) -> Stream:
     """Pair mode: the group axis moves outermost in time, and tag bit 3 holds each element's group."""
     paired = _relaid(unit, stream, config)
     group = np.repeat(np.arange(2, dtype=np.uint8), paired.values.shape[1] // 2)
     return replace(paired, tags=np.broadcast_to(group << np.uint8(3), paired.values.shape).copy())
 
 
-def _intra_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
+@register("simulator", "vector_intra_slice_reduce")
+def _intra_slice_reduce(unit: TensorUnit, stream: Stream, config: EngineConfig, command: Command) -> Stream:
     """Each slice folds the reduced digits out of its time steps and packets; the fold reads the slices'
     layout too, since which cells are padding may differ from slice to slice. Each output keeps its last
     tag."""
     return _cluster_reduce(stream, config, keep_tags=True)
 
 
-def _inter_slice_reduce(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
+@register("simulator", "vector_inter_slice_reduce")
+def _inter_slice_reduce(unit: TensorUnit, stream: Stream, config: EngineConfig, command: Command) -> Stream:
     """Each cluster folds the reduced Slice digits across its slices into the output slices; tags clear."""
     return _cluster_reduce(stream, config, keep_tags=False)
 
 
-def _cluster_reduce(stream: Stream, config: dict, keep_tags: bool) -> Stream:
+def _cluster_reduce(stream: Stream, config: EngineConfig, keep_tags: bool) -> Stream:
     """Each cluster's slices `[in_slice, time, packet]` walked into `[output, reduced]` and folded one term
     at a time in the terms' order (`reduce_terms`); padding of the output holds the identity, as upstream
     leaves it (a Max-reduce's padding is -inf)."""
     per_cluster = RNGD.slices_per_cluster
     clusters = stream.values.reshape(-1, per_cluster, stream.positions)
-    source = clusters[:, : config["in_slices"]].reshape(clusters.shape[0], -1)
+    source = clusters[:, : config.in_slices].reshape(clusters.shape[0], -1)
     out = stream.reshaped(config)
-    target_live = box_mask(config["target"])
-    read = _term_live(config) & _terms(_cells(config["source"]), config)[0].astype(bool)
-    step, identity = arithmetic.reducer(OPS.value(config["op"]))
+    target_live = box_mask(config.target)
+    read = _term_live(config) & _terms(_cells(config.source), config)[0].astype(bool)
+    step, identity = STAGES[config.stage].arithmetic(OPS.value(config.op))
     reduced = reduce_terms(_terms(source, config), read, target_live, step, identity)
 
     def placed(cells: np.ndarray) -> np.ndarray:
         held = np.zeros((clusters.shape[0], per_cluster, out.positions), dtype=cells.dtype)
-        held[:, : config["slices"]] = cells.reshape(clusters.shape[0], config["slices"], -1)
+        held[:, : config.slices] = cells.reshape(clusters.shape[0], config.slices, -1)
         return held.reshape(stream.values.shape[0], -1)
 
     tags = None
     if stream.tags is not None:
-        held = stream.tags.reshape(clusters.shape)[:, : config["in_slices"]].reshape(source.shape)
+        held = stream.tags.reshape(clusters.shape)[:, : config.in_slices].reshape(source.shape)
         last = reduce_terms(_terms(held, config), read, target_live, lambda acc, x: x, np.uint8(0))
         tags = placed(last if keep_tags else np.zeros_like(last))
     return replace(out, values=placed(reduced), tags=tags)
 
 
-def _terms(values: np.ndarray, config: dict) -> np.ndarray:
+def _terms(values: np.ndarray, config: EngineConfig) -> np.ndarray:
     """[batch, outputs, reduced]: the values each output folds, by the config's walk."""
-    moved = gather(values, config["walk"], config["table"], box_size(config["terms"]), None)
-    return moved.reshape(values.shape[0], -1, config["reduced"])
+    moved = gather(values, config.walk, config.table, box_size(config.terms), None)
+    return moved.reshape(values.shape[0], -1, config.reduced)
 
 
 def _cells(box: list[int]) -> np.ndarray:
@@ -223,63 +229,42 @@ def _cells(box: list[int]) -> np.ndarray:
     return np.ones((1, box_size(box)), np.uint8) if live is None else live[None].astype(np.uint8)
 
 
-def _term_live(config: dict) -> np.ndarray:
+def _term_live(config: EngineConfig) -> np.ndarray:
     """[outputs, reduced]: the terms of the fold that are values (`terms`; a fold skips padding)."""
-    return _cells(config["terms"])[0].astype(bool).reshape(-1, config["reduced"])
+    return _cells(config.terms)[0].astype(bool).reshape(-1, config.reduced)
 
 
-def _fetch(unit: TensorUnit, stream: None, config: dict, command: Command) -> Stream:
+@register("simulator", "fetch")
+def _fetch(unit: TensorUnit, stream: None, config: EngineConfig, command: Command) -> Stream:
     return unit.fetch(command, config)
 
 
-def _commit(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> None:
+@register("simulator", "commit", "commit_view")
+def _commit(unit: TensorUnit, stream: Stream, config: EngineConfig, command: Command) -> None:
     unit.commit(stream, command)
 
 
-def _store(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> None:
+@register("simulator", "to_trf", "to_vrf")
+def _store(unit: TensorUnit, stream: Stream, config: EngineConfig, command: Command) -> None:
     unit.store(stream, command, config)
 
 
-def _contract(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
-    return unit.contract(stream, config["stage"], config, command, unit.pending)
+@register("simulator", "contract_outer", "contract_packet", "contract_time", "contract_lane")
+def _contract(unit: TensorUnit, stream: Stream, config: EngineConfig, command: Command) -> Stream:
+    return unit.contract(stream, config.stage, config, command, unit.pending)
 
 
-def _transpose(unit: TensorUnit, stream: Stream, config: dict, command: Command) -> Stream:
+@register("simulator", "transpose")
+def _transpose(unit: TensorUnit, stream: Stream, config: EngineConfig, command: Command) -> Stream:
     """Unpack the valid lanes, gather `packets_per_col` packets into a row of `in_cols`, stack `in_rows`
     rows, transpose, keep `out_rows` rows and pad each back to a flit — from the engine's parameters."""
     flit = stream.lanes
-    rows, columns, kept = config["in_rows"], config["packets_per_col"], config["out_rows"]
-    x = stream.values.reshape(stream.values.shape[0], -1, rows, columns, flit)[..., : config["valid_size"]]
+    rows, columns, kept = config.in_rows, config.packets_per_col, config.out_rows
+    x = stream.values.reshape(stream.values.shape[0], -1, rows, columns, flit)[..., : config.valid_size]
     x = x.reshape(*x.shape[:3], -1).transpose(0, 1, 3, 2)[:, :, :kept]
     out = np.zeros((*x.shape[:3], flit), dtype=stream.values.dtype)
     out[..., :rows] = x
     return replace(stream.reshaped(config), values=out.reshape(out.shape[0], -1))
-
-
-HANDLERS: dict[str, Callable] = {  # one per stage with an engine (furiosa_opt/stages.py)
-    **{s.name: _relaid for s in STAGES.values() if s.layout == "walk"},  # a walk, and nothing else
-    "fetch": _fetch,
-    "fetch_cast": _cast,
-    "fetch_table_lookup": _table_lookup,
-    "fetch_zero_point_sub": _zero_point_sub,
-    "to_trf": _store,
-    "to_vrf": _store,
-    "contract_outer": _contract,
-    "contract_packet": _contract,
-    "contract_time": _contract,
-    "contract_lane": _contract,
-    "commit": _commit,
-    "commit_view": _commit,
-    "switch": route,
-    "transpose": _transpose,
-    "cast": _cast,
-    "commit_cast": _commit_cast(relu=False),
-    "commit_cast_relu": _commit_cast(relu=True),
-    "vector_intra_slice_unzip": _unzip,
-    "vector_intra_slice_reduce": _intra_slice_reduce,
-    "vector_inter_slice_reduce": _inter_slice_reduce,
-    **vector_engine.HANDLERS,
-}
 
 
 def _per_byte(dtype: DType) -> int:

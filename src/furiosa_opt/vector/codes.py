@@ -116,17 +116,19 @@ def encode_operand(operand: object, storage: np.dtype) -> dict[str, list[int]]:
     return {"operand": kinds, "operand_bits": bits, "operand_guard": [encode_guard(guard) for guard, _ in slots]}
 
 
-def decode_operand(config: dict) -> list[tuple[TagGuard, object]]:
-    """The operand's slots `[(guard, payload)]`, a payload `RF`, `Stash`, an immediate scalar, or for a
-    ternary op the pair of two of them."""
+def decode_operand(
+    operand: list[int], operand_bits: list[int], operand_guard: list[int]
+) -> list[tuple[TagGuard, object]]:
+    """The operand's slots `[(guard, payload)]` from its fields (`encode_operand`'s), a payload `RF`,
+    `Stash`, an immediate scalar, or for a ternary op the pair of two of them."""
 
     def part(kind: int, bits: int) -> object:
         name = KINDS.value(kind)
         return RF if name == "rf" else Stash if name == "stash" else from_immediate(kind, bits)
 
-    kinds, bits = config["operand"], config["operand_bits"]
+    kinds, bits = operand, operand_bits
     slots = []
-    for s, guard in enumerate(config["operand_guard"]):
+    for s, guard in enumerate(operand_guard):
         first = part(kinds[2 * s], bits[2 * s])
         second = None if kinds[2 * s + 1] == _NONE else part(kinds[2 * s + 1], bits[2 * s + 1])
         slots.append((decode_guard(guard), first if second is None else (first, second)))
@@ -146,14 +148,15 @@ def encode_tag(mode: TagMode) -> dict[str, int | list[int]]:
     }
 
 
-def decode_tag(config: dict) -> TagMode:
-    kind = TAG_MODES.value(config["mode"])
+def decode_tag(mode: int, cmp: list[int], cmp_kind: list[int], cmp_bits: list[int]) -> TagMode:
+    """The TagMode of a tag stage's fields (`encode_tag`'s)."""
+    kind = TAG_MODES.value(mode)
     if kind == "Zero":
         return TagMode.Zero
     if kind == "AxisToggle":
         return TagMode.AxisToggle("?")  # its axis is not carried (`encode_tag`)
     cmps = []
-    for code, boundary, bits in zip(config["cmp"], config["cmp_kind"], config["cmp_bits"], strict=True):
+    for code, boundary, bits in zip(cmp, cmp_kind, cmp_bits, strict=True):
         name = CMPS.value(code)
         if name in ("True", "False"):
             cmps.append(Cmp(name))

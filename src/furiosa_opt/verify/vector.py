@@ -13,25 +13,9 @@ from furiosa_opt.mapping.algebra import divide_exact, divide_relaxed, is_padding
 from furiosa_opt.mapping.expr import Sym, shown_pair
 from furiosa_opt.mapping.factors import PadKind, symbols
 from furiosa_opt.mapping.refine import describe_subdigit, refine
+from furiosa_opt.stages import VECTOR_CHAIN
 from furiosa_opt.verify.contraction import inner_time
 
-# The intra-slice chain, in order: stage → (rank, way it needs, whether it may repeat).
-CHAIN = {
-    "init": (0, 8, False),
-    "tag": (1, 8, False),
-    "logic": (2, 8, True),
-    "fxp": (3, 8, True),
-    "fxp_to_fp": (4, 8, False),
-    "narrow": (5, 8, False),
-    "fp": (6, 4, True),
-    "reduce": (7, 4, False),
-    "fp_div": (8, 4, False),
-    "widen": (9, 4, False),
-    "fp_to_fxp": (10, 8, False),
-    "clip": (11, 8, True),
-    "inter_reduce": (12, 8, False),  # the inter-slice reducer: entered by its own rules (check_inter_slice_entry)
-}
-MODIFIERS = ("stash", "reinterpret")  # stages that keep the chain where it is
 HALF = RNGD.ve_lanes // 2
 STASHABLE = ("tag", "logic", "fxp", "narrow", "fp", "fp_div", "clip")  # where `vector_stash` may write
 TO_INTER_SLICE = (
@@ -43,7 +27,7 @@ TO_INTER_SLICE = (
     "fp_to_fxp",
     "clip",
 )  # may enter the inter-slice reducer
-INTER = "inter_reduce"  # the stage after the inter-slice reducer (its slot in CHAIN)
+INTER = "inter_reduce"  # the stage after the inter-slice reducer (its slot in stages.VECTOR_CHAIN)
 ZIPPED = "zipped"  # the stash state of a stream zipped from pair mode: no stash to write or read
 
 
@@ -70,19 +54,20 @@ def check_stage(current: str, way: int, method: str, stage: str, inter_first: bo
                        "one, vector_intra_slice_tag starts the intra-slice chain",),
             )  # fmt: skip
         return
-    rank, need, repeats = CHAIN[stage]
-    now = CHAIN[current][0]
-    if (current == "init" and stage != "tag") or now > rank or (now == rank and not repeats):
+    slot, now = VECTOR_CHAIN[stage], VECTOR_CHAIN[current].rank
+    rank, need = slot.rank, slot.way
+    if (current == "init" and stage != "tag") or now > rank or (now == rank and not slot.repeats):
         later = (
-            ["tag"] if current == "init" else [s for s, (r, _, rep) in CHAIN.items() if r > now or (r == now and rep)]
+            ["tag"]
+            if current == "init"
+            else [s for s, x in VECTOR_CHAIN.items() if x.rank > now or (x.rank == now and x.repeats)]
         )
         raise VerifyError(
             "vector-stage-order",
             f"`{method}` cannot follow the {current} stage of the Vector Engine",
             notes=(
                 f"after {current} come: {', '.join(later) or 'only vector_final'}",
-                "the intra-slice chain runs tag → logic → fxp → fxp_to_fp → narrow → fp → intra-slice reduce → "
-                "fp_div → widen → fp_to_fxp → clip",
+                f"the intra-slice chain runs {' → '.join(list(VECTOR_CHAIN)[1:-1])}",
             ),
         )
     if way != need:

@@ -35,11 +35,12 @@ from furiosa_opt.compiler.lir import (
     LoopRegion,
     Sequencer,
 )
+from furiosa_opt.configs.records import config_of
 from furiosa_opt.diagnostics import FuriosaOptError
 from furiosa_opt.files import identity_problem, printable, write_atomic
 
 MAGIC = b"FOPTEDF\0"
-FORMAT_VERSION = 7
+FORMAT_VERSION = 8
 HEADER = struct.Struct("<8sHHI32s")  # magic, format version, flags, body length, SHA-256 of the body
 _COMMAND_FIELDS = (
     "index",
@@ -314,7 +315,7 @@ def _command_of(record: dict, context: str, loc: str | None) -> Command:
         list(record["outputs"]),
         walk(DmaWalk, "dma"),
         walk(Sequencer, "fetch"),
-        list(record["engines"]),
+        [config_of(config) for config in record["engines"]],
         walk(Sequencer, "commit"),
         list(record["waits"]),
         walk(FillWalk, "fill"),

@@ -9,12 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 from furiosa_opt.arch import RNGD
-from furiosa_opt.compiler.edf.schema import CONTEXTS, Malformed, is_int
+from furiosa_opt.compiler.edf.schema import CONTEXTS, Malformed
 from furiosa_opt.compiler.edf.streams import loop_of, offset_ranges
 from furiosa_opt.compiler.lir import CHIP_STRIDE, DM_BASE
-from furiosa_opt.configs import layouts
-from furiosa_opt.configs import vector as configs
-from furiosa_opt.configs.layouts import RECORDS as LAYOUTS
+from furiosa_opt.configs import records
 from furiosa_opt.dtypes import DTypeError, dtype_by_name
 from furiosa_opt.files import axis_problem, expression_problem, identity_problem
 from furiosa_opt.stages import ENDS
@@ -31,12 +29,6 @@ _PER_SLICE = {"sram": RNGD.dm_bytes_per_slice, "trf": RNGD.trf_capacity_bytes, "
 _SLICES = RNGD.clusters_per_chip * RNGD.slices_per_cluster
 # The walk each kind of command needs (a config that must not be nil) and its fewest inputs and outputs.
 _NEEDS = {"dma": ("dma", 1, 1), "pcopy": ("dma", 1, 1), "memset": ("fill", 0, 1), "indirect": ("indirect", 2, 1)}
-# Engine attributes by what they hold: a buffer's name, or a count; the numbers of the
-# stages' records (`configs.vector`, `configs.layouts`) are checked against them. Others may appear (the
-# format allows any scalar); these are the ones engines read.
-_TEXT_ATTRIBUTES = {"rf"}
-_COUNT_ATTRIBUTES = {"flits", "in_cols", "in_rows", "iterations", "moved", "out_rows", "packets_per_col", "ratio",
-                     "ring", "in_steps", "valid_size"}  # fmt: skip
 
 
 def _check_expressions(body: dict) -> None:
@@ -44,11 +36,6 @@ def _check_expressions(body: dict) -> None:
     compiler prints: no `{…}` Python escape, no special name, no string (`files.expression_problem`)."""
     texts = [(f"body.buffers[{i}].levels", b["levels"]) for i, b in enumerate(body["buffers"])]
     texts += [(f"body.{t}[{i}].levels", x["levels"]) for t in ("arguments", "outputs") for i, x in enumerate(body[t])]
-    for context in CONTEXTS:
-        for i, command in enumerate(body["streams"][context]):
-            for k, config in enumerate(command["engines"]):
-                strings = [v for v in config.values() if isinstance(v, str)]
-                texts.append((f"body.streams.{context}[{i}].engines[{k}]", strings))
     for where, strings in texts:
         for text in strings:
             problem = expression_problem(text)
@@ -58,10 +45,11 @@ def _check_expressions(body: dict) -> None:
 
 def _check_engines(command: dict, bad: Callable[[str, str], Malformed]) -> None:
     """A Tensor Unit command starts at its fetch (with a fetch sequencer), only its last stage may end the
-    pipeline (`stages.ENDS`), its buffer names and counts have the types the engines read, and every
-    field a stage's records declare (`configs.vector`, `configs.layouts`) fits its width and, for a code,
-    names a known code of what that stage runs. Whether the stages may follow one another is the
-    simulator's check (a fault naming the command), as it is the language's."""
+    pipeline (`stages.ENDS`), every config is exactly its stage's record (`configs.records.problem`: each
+    declared field present and within its width, nothing else, the layout numbers consistent and every
+    code one its stage runs) and a register-file port names one of the command's inputs. Whether the
+    stages may follow one another is the simulator's check (a fault naming the command), as it is the
+    language's."""
     engines = command["engines"]
     if command["fetch"] is None or not engines or engines[0]["stage"] != "fetch":
         raise bad(".engines", "a Tensor Unit command starts with its `fetch` stage and has a fetch sequencer")
@@ -71,26 +59,11 @@ def _check_engines(command: dict, bad: Callable[[str, str], Malformed]) -> None:
         if config["stage"] in ENDS:
             raise bad(f".engines[{k}].stage", f"`{config['stage']}` ends a pipeline; it can only be the last stage")
     for k, config in enumerate(engines):
-        record = LAYOUTS.get(config["stage"])
-        for field in record.fields if record is not None else ():
-            problem = "is missing" if field.name not in config else field.problem(config[field.name])
-            if problem is not None:
-                raise bad(f".engines[{k}].{field.name}", problem)
-        found = layouts.problem(config) if record is not None else None
+        found = records.problem(config)
         if found is not None:
             raise bad(f".engines[{k}].{found[0]}", found[1])
-        for key, value in config.items():
-            if key in _TEXT_ATTRIBUTES and not isinstance(value, str):
-                raise bad(f".engines[{k}].{key}", f"{_shown(value)} is not a printed value (a string)")
-            if key in _COUNT_ATTRIBUTES and not (is_int(value) and 0 <= value <= RNGD.max_entry_iterations):
-                raise bad(
-                    f".engines[{k}].{key}", f"{_shown(value)} is not a count from 0 to {RNGD.max_entry_iterations}"
-                )
-        if len(config.get("sources") or ()) > _SLICES * RNGD.max_entry_iterations:
-            raise bad(f".engines[{k}].sources", "more routing entries than a switch ring has")
-        found = configs.problem(config)
-        if found is not None:
-            raise bad(f".engines[{k}].{found[0]}", found[1])
+        if config.get("rf", -1) >= len(command["inputs"]):
+            raise bad(f".engines[{k}].rf", f"input {config['rf']}, the command reads {len(command['inputs'])}")
 
 
 def _shown(value: Any) -> str:

@@ -29,11 +29,8 @@ def _engine(value: Any, where: str) -> None:
     if not isinstance(value.get("stage"), str):
         raise Malformed(f"{where}: an engine config needs a string 'stage'")
     for key, item in value.items():
-        scalar = item is None or isinstance(item, str | bool) or is_int(item)
-        if not isinstance(key, str) or not (scalar or (isinstance(item, list) and all(map(is_int, item)))):
-            raise Malformed(
-                f"{where}.{key}: engine attributes are strings, integers, booleans, null or lists of integers"
-            )
+        if key != "stage" and not (is_int(item) or (isinstance(item, list) and all(map(is_int, item)))):
+            raise Malformed(f"{where}.{key}: an engine config's fields are integers or lists of integers")
 
 
 _ENTRY = {"size": int, "stride": int, "memory": int}

@@ -26,15 +26,15 @@ from furiosa_opt.compiler.lower.addresses import (
     to_bytes,
 )
 from furiosa_opt.compiler.lower.coverage import read_unwritten
-from furiosa_opt.compiler.lower.engines import DERIVED, ENCODED
+from furiosa_opt.compiler.lower.engines import ENCODED
 from furiosa_opt.compiler.lower.lifetimes import lifetimes
 from furiosa_opt.compiler.lower.loops import plan_loops
 from furiosa_opt.compiler.lower.opcodes import DMA_OPS, GATHER_OPS, PCOPY_OPS, SCATTER_OPS, VIEW_OPS
 from furiosa_opt.compiler.lower.placement import place_in_fitting_order
 from furiosa_opt.compiler.lower.syncs import with_syncs
 from furiosa_opt.compiler.lower.walks import ChainLayouts
-from furiosa_opt.compiler.replay import REPLAY, region_end, replay_objects
-from furiosa_opt.compiler.visa import format_attr
+from furiosa_opt.compiler.replay import MEMORY_REPLAY, region_end, replay_objects
+from furiosa_opt.configs.records import EngineConfig, config_of
 from furiosa_opt.diagnostics import Location, VerifyError
 from furiosa_opt.dtypes import fill_pattern
 from furiosa_opt.lang.tensors import DmTensor, HbmTensor, Tensor, TensorView, TrfTensor, VrfTensor
@@ -42,7 +42,7 @@ from furiosa_opt.mapping import Mapping, m, views
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.mapping.evaluate import evaluate
 from furiosa_opt.scalar import Scalar
-from furiosa_opt.stages import ENDS
+from furiosa_opt.stages import ENDS, STAGES, registered
 from furiosa_opt.verify import indirect as verify_indirect
 
 TERMINALS = ENDS  # the stages that end a pipeline (the stage table's)
@@ -242,7 +242,7 @@ class _Lowering:
         operand = op.operands[0]
         sources = self.per_pass.get(operand, [self.objects[operand]] * loop.count)
         self.per_pass[op.results[0].name] = [
-            REPLAY[op.opcode]([source], {key: _at_pass(value, name, k) for key, value in op.attrs})
+            MEMORY_REPLAY[op.opcode]([source], {key: _at_pass(value, name, k) for key, value in op.attrs})
             for k, source in enumerate(sources)
         ]
 
@@ -428,7 +428,7 @@ class _Lowering:
                 self.moving(command, f"fetch.interleave.{k}", self.objects[name])
         with _at(terminal):
             self.chain = ChainLayouts()
-            command.engines = [self.engine(op) for op in chain[1:]]
+            command.engines = [self.engine(op, command) for op in chain[1:]]
             if terminal.opcode in ("commit", "commit_view"):
                 self.fill_commit(terminal, command)
 
@@ -448,23 +448,22 @@ class _Lowering:
         )
         self.moving(command, "commit.base", target)
 
-    def engine(self, op: visa.Op) -> dict:
-        """A stage's config: its attributes as numbers (`ENCODED`; layouts from `walks.py`), and `rf`,
-        the register-file buffer it reads when it takes one (a TRF for `contract_outer`, a VRF for a Vector
-        Engine operand)."""
-        config = {"stage": op.opcode}
+    def engine(self, op: visa.Op, command: Command) -> EngineConfig:
+        """A stage's config (`configs.records`): its attributes as numbers (`ENCODED`), what the engine
+        needs beyond them (its stage's `lowering` handler), its layouts (`walks.py`) and, when it reads a
+        register file (a TRF for `contract_outer`, a VRF for a Vector Engine operand), which of the
+        command's inputs that is."""
+        config: dict = {"stage": op.opcode}
         for key, value in op.attrs:
-            if isinstance(value, Mapping):  # layouts reach the engines as numbers (walks.py)
-                continue
-            encode = ENCODED.get(key)
-            config.update(encode(value, self.objects[op.operands[0]]) if encode else {key: format_attr(value)})
+            if not isinstance(value, Mapping):  # layouts reach the engines as numbers (walks.py)
+                config.update(ENCODED[key](value, self.objects[op.operands[0]]))
         operands = [self.base_of(name) for name in op.operands[1:] if name in self.of_value]
-        if operands:
-            config["rf"] = operands[0]
-        if op.opcode in DERIVED:  # what the engine needs beyond the attributes (switch routing, transpose sizes)
-            config.update(DERIVED[op.opcode](self.objects[op.operands[0]], op))
+        if STAGES[op.opcode].rf is not None:
+            config["rf"] = command.inputs.index(operands[0]) if operands else -1
+        if op.opcode in registered("lowering"):  # what the engine needs beyond its attributes (switch routing…)
+            config.update(STAGES[op.opcode].handler("lowering")(self.objects[op.operands[0]], op))
         config.update(self.chain.fields(op, self.objects, self.objects[op.operands[1]] if operands else None))
-        return config
+        return config_of(config)
 
 
 def _window_extent(view: TensorView) -> int:

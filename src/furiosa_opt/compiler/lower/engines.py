@@ -1,18 +1,9 @@
 """An engine config's numbers: the non-mapping vISA attributes as codes and raw bits (`ENCODED`, with the
 tables of `vector.codes`, `switch` and `dtypes`; `configs/vector.py` declares the fields), and what a config
-holds beyond its stage's attributes (`DERIVED`): the parameters the compiler derives for the engines that
-need them, from the same rules that accepted the stage (`verify/`).
-
-* `switch`: the ring size, the input's time steps and flits per packet and, for
-  `CustomBroadcast`, the routing — for each output slice, the input slice it reads at each of the
-  innermost `moved` output time steps (upstream's snoop bitmap), flattened row by row, -1 where the
-  output is padding.
-* `vector_inter_slice_reduce`: the input's time steps and the reduction ratio (slices folded into one,
-  the ring the reducer's tail crosses).
-
-The layouts every stage moves its stream by (boxes and walks) come from `walks.py`.
-* `transpose`: the Transpose Engine's `in_rows`, `in_cols`, `out_rows`, `packets_per_col`, `valid_size`
-  and `iterations`.
+holds beyond its stage's attributes (each registered as its stage's `lowering`; `configs/derived.py`
+declares the fields): the parameters the compiler derives for the switch, the transpose and the
+inter-slice reducer, from the same rules that accepted the stage (`verify/`). The layouts every stage
+moves its stream by (boxes and walks) come from `walks.py`.
 """
 
 from __future__ import annotations
@@ -24,6 +15,7 @@ from furiosa_opt import switch
 from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler import visa
 from furiosa_opt.dtypes import DTYPE_CODES
+from furiosa_opt.stages import register
 from furiosa_opt.vector import codes
 from furiosa_opt.vector.ops import TagMode
 from furiosa_opt.verify.switch import check_switch
@@ -50,28 +42,28 @@ ENCODED: dict[str, Callable[[object, object], dict]] = {
 }
 
 
+@register("lowering", "switch")
 def _switch(stream, op: visa.Op) -> dict:
     in_slice = stream.spatial[2]
     routing = check_switch(op.attr("config"), in_slice, stream.time, op.attr("slice"), op.attr("time"))
     flits = -(-stream.dtype.nbytes(stream.packet.size) // RNGD.flit_bytes)
-    config = {"ring": routing.ring, "in_steps": stream.time.size, "flits": flits}
-    if routing.sources is not None:
-        config.update(moved=routing.sources.shape[1], sources=routing.sources.ravel().tolist())
-    return config
+    custom = routing.sources is not None
+    return {
+        "ring": routing.ring,
+        "in_steps": stream.time.size,
+        "flits": flits,
+        "moved": routing.sources.shape[1] if custom else 0,
+        "sources": routing.sources.ravel().tolist() if custom else [],
+    }
 
 
+@register("lowering", "vector_inter_slice_reduce")
 def _inter_slice_reduce(vector, op: visa.Op) -> dict:
     stream = vector.stream
     ratio = check_inter_slice_reduce(stream.spatial[2], stream.time, op.attr("slice"), op.attr("time"))
     return {"in_steps": stream.time.size, "ratio": ratio}
 
 
+@register("lowering", "transpose")
 def _transpose(stream, op: visa.Op) -> dict:
     return asdict(check_transpose(stream.dtype, stream.time, stream.packet, op.attr("time"), op.attr("packet")))
-
-
-DERIVED: dict[str, Callable[[object, visa.Op], dict]] = {
-    "switch": _switch,
-    "transpose": _transpose,
-    "vector_inter_slice_reduce": _inter_slice_reduce,
-}
