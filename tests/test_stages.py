@@ -61,6 +61,59 @@ def test_every_engine_stage_has_a_simulator_handler():
     assert not missing("simulator (sim/)", set(registered("simulator")), ENGINE_STAGES)
 
 
+# Stages whose checks are their Vector Engine slot's (order, way, ALU, scalar) or their memory's, with no rule
+# of their own to register.
+NO_OWN_RULE = {name for name, stage in STAGES.items() if stage.arithmetic is not None and stage.engine == "vector"}
+NO_OWN_RULE |= {"begin", "to_vrf", "vector_final"}
+
+
+def test_every_stage_but_the_vector_ops_has_a_registered_rule():
+    needed = set(STAGES) - NO_OWN_RULE | {
+        "vector_intra_slice_tag",
+        "vector_intra_slice_reduce",
+        "vector_inter_slice_reduce",
+    }
+    assert not missing("rules (verify/)", set(registered("rule")), needed)
+
+
+def test_the_language_runs_the_rule_the_table_registers(monkeypatch):
+    """Every time the language records a stage that has a rule, the rule registered for that stage ran:
+    traced over the harness's kernels until every registered rule has been seen."""
+    import harness  # inside the test: harness imports this module's kernels (it skips modules that import it)
+
+    from furiosa_opt import stages
+
+    calls: dict[str, int] = {}
+
+    def counted(name, check):
+        def wrapper(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return check(*args, **kwargs)
+
+        return wrapper
+
+    for name in registered("rule"):
+        monkeypatch.setitem(stages._REGISTERED["rule"], name, counted(name, stages.rule(name)))
+    seen: set[str] = set()
+    for identity in sorted(harness.KERNELS):
+        calls.clear()
+        ir, errors = trace(harness.KERNELS[identity][0])
+        if errors:
+            continue
+        recorded: dict[str, int] = {}
+        for op in ir.ops:
+            if op.opcode in registered("rule"):
+                recorded[op.opcode] = recorded.get(op.opcode, 0) + 1
+        for name, count in recorded.items():
+            assert calls.get(name, 0) >= count, (
+                f"{identity} records `{name}` {count}× but its rule ran {calls.get(name, 0)}×"
+            )
+        seen |= set(recorded)
+        if seen == registered("rule"):
+            break
+    assert seen == registered("rule"), f"no harness kernel records {sorted(registered('rule') - seen)}"
+
+
 def test_every_stage_with_derived_counts_has_a_lowering_handler():
     counted = {name for name, record in derived.RECORDS.items() if record.fields != (derived.RF,)}
     assert not missing("lowering (compiler/lower/engines.py)", set(registered("lowering")), counted)

@@ -12,14 +12,16 @@ the language, the simulator from the binary's codes). How data is laid out and w
 purpose: by the CPU backend from the mappings and by the simulator from stage 2's numbers.
 
 Each layer registers its handlers here, by stage name (`register`, checked against this table when the
-layer is imported), and dispatches through the entry (`STAGES[name].handler(layer)`): the vISA replay
-(`compiler/replay.py`), the counts stage 2 derives beyond the attributes (`compiler/lower/engines.py`)
-and the simulator (`sim/`). The kernel-language method of a stage is the method of that name.
+layer is imported), and dispatches through the entry (`STAGES[name].handler(layer)`): the stage's rule
+(`verify/`, which the language calls through `rule(name)`), the vISA replay (`compiler/replay.py`), the
+counts stage 2 derives beyond the attributes (`compiler/lower/engines.py`) and the simulator (`sim/`).
+The kernel-language method of a stage is the method of that name.
 
-**Adding a stage** is one entry here and one handler per layer: declare the `Stage`; write the language
-method with its rule in `verify/`; register its replay and its simulator handler (and its lowering if its
-engine needs derived counts, declared in `configs/derived.py`). A layer that registers a stage nobody
-declared fails at import; `tests/test_stages.py` names the stage and the layer when a layer lacks one.
+**Adding a stage** is one entry here and one handler per layer: declare the `Stage`; write its rule in
+`verify/` (registered) and the language method that calls it; register its replay and its simulator
+handler (and its lowering if its engine needs derived counts, declared in `configs/derived.py`). A layer
+that registers a stage nobody declared fails at import; `tests/test_stages.py` names the stage and the
+layer when a layer lacks one.
 
     STAGES["fetch_cast"].after   # ("fetch", "fetch_table_lookup")
     following("collect")      # the methods that may come next
@@ -230,6 +232,8 @@ VECTOR = frozenset(s.name for s in STAGES.values() if s.engine == "vector")
 # ---- the registry: each layer's handler of each stage, found through the stage's entry -------------------
 
 LAYERS = {
+    "rule": "the stage's own static check (verify/), which the language runs before it records the stage; the "
+    "Vector Engine's ops have none beyond their slot, ALU and scalar checks",
     "replay": "the vISA replay (compiler/replay.py): every stage",
     "lowering": "stage 2's derived counts (compiler/lower/engines.py): the stages configs/derived.py gives counts",
     "simulator": "the simulator (sim/): every stage with an engine",
@@ -256,6 +260,15 @@ def register(layer: str, *names: str) -> Callable[[F], F]:
         return handler
 
     return registered
+
+
+def rule(name: str) -> Callable:
+    """The static check `verify/` registered as stage `name`'s own rule: what the language calls with the
+    stage's operands before it records the stage.
+
+        rule("collect")(dtype, time, packet, out_time, out_packet)
+    """
+    return STAGES[name].handler("rule")
 
 
 def registered(layer: str) -> frozenset[str]:

@@ -18,7 +18,7 @@ from furiosa_opt.lang.flow import Flow
 from furiosa_opt.lang.tensors import TrfTensor
 from furiosa_opt.mapping import Mapping
 from furiosa_opt.mapping.algebra import pair
-from furiosa_opt.stages import STAGES
+from furiosa_opt.stages import STAGES, rule
 from furiosa_opt.terms import widener
 from furiosa_opt.vector.ops import LaneMode
 from furiosa_opt.verify import contraction as rules
@@ -55,7 +55,7 @@ class Contraction:
         """Sum the innermost packet cells that `packet` drops (a tree over 2^d cells)."""
         self._expect("contract_packet")
         p = self._pending
-        rules.check_contract_packet(p.stream.dtype, p.packet, packet)
+        rule("contract_packet")(p.stream.dtype, p.packet, packet)
         result = Contraction(replace(p, packet2=packet), "contract_packet")
         active().record("contract_packet", (self,), (result,), packet=packet)
         return result
@@ -64,7 +64,7 @@ class Contraction:
     def contract_time(self, time: Mapping) -> Contraction:
         """Sum the time axes that `time` drops; the kept ones stay in order."""
         self._expect("contract_time")
-        rules.check_contract_time(self._pending.time, time)
+        rule("contract_time")(self._pending.time, time)
         result = Contraction(replace(self._pending, time2=time), "contract_time")
         active().record("contract_time", (self,), (result,), time=time)
         return result
@@ -75,7 +75,7 @@ class Contraction:
         self._expect("contract_lane")
         p = self._pending
         lane = p.trf.params[3]
-        rules.check_contract_lane(mode.name, lane, p.time2, p.packet2, time, packet, p.time)
+        rule("contract_lane")(mode.name, lane, p.time2, p.packet2, time, packet, p.time)
         stream = p.stream
         reduced = pair(*stream.spatial, lane, p.time2, p.packet2)
         pre_reduce = pair(*stream.spatial, lane, p.time, p.packet)
@@ -107,7 +107,7 @@ def contract_outer(stream: Flow, trf: TrfTensor, time: Mapping, packet: Mapping)
                 f"contract_outer: the TRF tensor's {level} mapping `{b}` differs from the stream's `{a}`",
             )
     acc = rules.accumulator(stream.dtype, trf.dtype)
-    rules.check_stream_adapter(stream.dtype, trf.params[3], stream.time, stream.packet, time, packet)
+    rule("contract_outer")(stream.dtype, trf.params[3], stream.time, stream.packet, time, packet)
     result = Contraction(_Pending(stream, trf, acc, time, packet), "contract_outer")
     active().record("contract_outer", (stream, trf), (result,), time=time, packet=packet)
     return result

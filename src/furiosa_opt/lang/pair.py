@@ -18,7 +18,7 @@ from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.tensors import VrfTensor
 from furiosa_opt.mapping import Mapping
-from furiosa_opt.stages import STAGES
+from furiosa_opt.stages import STAGES, rule
 from furiosa_opt.vector import arithmetic as ops
 from furiosa_opt.vector.ops import RF, BinaryArgMode, Branched, FpDivBinaryOp, Stash, TagGuard, TernaryArgMode
 from furiosa_opt.verify import vector as rules
@@ -291,7 +291,7 @@ class VectorPair:
         pair.vector_narrow_split(m["1 # 2"], m["A % 2 # 4"])
         """
         slot = self._enter("vector_narrow_split")
-        rules.check_narrow_split(self.g0.stream.time, self.g0.stream.packet, time, packet)
+        rule("vector_narrow_split")(self.g0.stream.time, self.g0.stream.packet, time, packet)
         step = lambda g, slot: g._relaid(slot, time, packet, way=4)  # noqa: E731
         return self._both("vector_narrow_split", slot, step, time=time, packet=packet)
 
@@ -302,7 +302,7 @@ class VectorPair:
         pair.vector_widen_concat(m["1"], m["A % 2 # 8"])
         """
         slot = self._enter("vector_widen_concat")
-        rules.check_widen_concat(self.g0.stream.time, self.g0.stream.packet, time, packet)
+        rule("vector_widen_concat")(self.g0.stream.time, self.g0.stream.packet, time, packet)
         step = lambda g, slot: g._relaid(slot, time, packet, way=8)  # noqa: E731
         return self._both("vector_widen_concat", slot, step, time=time, packet=packet)
 
@@ -312,7 +312,7 @@ class VectorPair:
 
         pair.vector_reinterpret(i32)
         """
-        rules.check_entry(dtype)
+        rule("vector_reinterpret")(dtype)
 
         def view(g, slot):
             return g._with(g.stage, active().elementwise(lambda v: v.view(dtype.storage), g.stream.data), dtype=dtype)

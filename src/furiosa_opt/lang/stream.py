@@ -26,12 +26,10 @@ from furiosa_opt.lang.vector import VectorStream, vector_init
 from furiosa_opt.mapping import Axis, Mapping, MappingError, m
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.mapping.expr import Sym
-from furiosa_opt.stages import STAGES, following
+from furiosa_opt.stages import STAGES, following, rule
 from furiosa_opt.switch import SwitchConfig
 from furiosa_opt.verify import memory as verify_memory
 from furiosa_opt.verify import stream as rules
-from furiosa_opt.verify.switch import check_switch
-from furiosa_opt.verify.transpose import check_transpose
 
 
 class TuContext(ExecutionContext):
@@ -211,7 +209,7 @@ class Stream:
             s.fetch(m["A, B / 8"], m["B"])  # DM `A, B`: every step (a, b8) reads the whole row a
         """
         self._expect("fetch")
-        rules.check_fetch(self.time, self.packet, time, packet)
+        rule("fetch")(self.time, self.packet, time, packet)
         return self._recorded(self._next("fetch", time, packet, broadcast=True), "fetch", time=time, packet=packet)
 
     @user_facing
@@ -222,7 +220,7 @@ class Stream:
             s.fetch(m["K"], m["N"]).fetch_table_lookup(f8e4m3)
         """
         self._expect("fetch_table_lookup")
-        rules.check_table_lookup(self.ctx.name, self.dtype, dtype)
+        rule("fetch_table_lookup")(self.ctx.name, self.dtype, dtype)
         return self._adapted(
             "fetch_table_lookup", lambda v: STAGES["fetch_table_lookup"].arithmetic(v, self.dtype, dtype), dtype=dtype
         )
@@ -235,7 +233,7 @@ class Stream:
             s.fetch(m["T"], m["K"]).fetch_zero_point_sub(3, i9)
         """
         self._expect("fetch_zero_point_sub")
-        rules.check_zero_point_sub(self.dtype, dtype, zero_point)
+        rule("fetch_zero_point_sub")(self.dtype, dtype, zero_point)
         subtract = lambda v: STAGES["fetch_zero_point_sub"].arithmetic(v, zero_point, dtype)  # noqa: E731
         return self._adapted("fetch_zero_point_sub", subtract, zero_point=zero_point, dtype=dtype)
 
@@ -260,7 +258,7 @@ class Stream:
         s.fetch(m["A"], m["B"]).fetch_cast(f32)
         """
         self._expect("fetch_cast")
-        rules.check_fetch_cast(self.dtype, dtype)
+        rule("fetch_cast")(self.dtype, dtype)
         return self._adapted("fetch_cast", lambda v: STAGES["fetch_cast"].arithmetic(v, self.dtype, dtype), dtype=dtype)
 
     @user_facing
@@ -272,7 +270,7 @@ class Stream:
         """
         self._expect("switch")
         rules.check_flit_aligned(self.dtype, self.packet, "Switch")
-        check_switch(config, self.spatial[2], self.time, slice, time)
+        rule("switch")(config, self.spatial[2], self.time, slice, time)
         result = self._next("switch", time, self.packet, broadcast=True, slice_=slice)
         return self._recorded(result, "switch", config=config, slice=slice, time=time)
 
@@ -281,7 +279,7 @@ class Stream:
         """Normalise the stream into 32-byte flits: pad the packet, split it at one flit."""
         self._expect("collect")
         rules.check_flit_aligned(self.dtype, self.packet, "collect")
-        rules.check_collect(self.dtype, self.time, self.packet, time, packet)
+        rule("collect")(self.dtype, self.time, self.packet, time, packet)
         result = self._next("collect", time, packet, broadcast=False)
         return self._recorded(result, "collect", time=time, packet=packet)
 
@@ -292,7 +290,7 @@ class Stream:
         """Store into the tensor register file; the lane axes are the outermost time axes."""
         self._expect("to_trf")
         _materializable(self.dtype, "to_trf")
-        rules.check_to_trf(self.dtype, self.time, self.packet, lane, element)
+        rule("to_trf")(self.dtype, self.time, self.packet, lane, element)
         target = pair(*self.spatial, lane, element)
         data = active().relayout(self.data, self.layout.factors, target.factors, False)
         result = TrfTensor(self.dtype, (*self.spatial, lane, element), data)
@@ -327,7 +325,7 @@ class Stream:
     def cast(self, dtype: DType, packet: Mapping) -> Stream:
         """Narrow one flit into one flit (i32 → i4/i8/i16 wrap; f32 → bf16/f8 with hardware rounding)."""
         self._expect("cast")
-        rules.check_cast(self.dtype, dtype, self.packet, packet)
+        rule("cast")(self.dtype, dtype, self.packet, packet)
         data = active().elementwise(lambda v: STAGES["cast"].arithmetic(v, self.dtype, dtype), self.data)
         result = self._next("cast", self.time, packet, broadcast=False, dtype=dtype, data=data)
         return self._recorded(result, "cast", dtype=dtype, packet=packet)
@@ -341,7 +339,7 @@ class Stream:
         """
         self._expect("transpose")
         _materializable(self.dtype, "transpose")
-        check_transpose(self.dtype, self.time, self.packet, time, packet)
+        rule("transpose")(self.dtype, self.time, self.packet, time, packet)
         result = self._next("transpose", time, packet, broadcast=False)
         return self._recorded(result, "transpose", time=time, packet=packet)
 
@@ -352,7 +350,7 @@ class Stream:
         """Keep the leading 8, 16, 24 or 32 bytes of each flit."""
         self._expect("commit_trim")
         _materializable(self.dtype, "commit_trim")
-        rules.check_commit_trim(self.dtype, self.packet, packet)
+        rule("commit_trim")(self.dtype, self.packet, packet)
         result = self._next("commit_trim", self.time, packet, broadcast=False, drop=True)
         return self._recorded(result, "commit_trim", packet=packet)
 
@@ -367,11 +365,11 @@ class Stream:
         return self._commit_cast(dtype, relu=True)
 
     def _commit_cast(self, dtype: DType, relu: bool) -> Stream:
-        self._expect("commit_cast_relu" if relu else "commit_cast")
-        rules.check_commit_cast(self.packet, self.dtype, dtype)
-        commit_cast = STAGES["commit_cast_relu" if relu else "commit_cast"].arithmetic
-        data = active().elementwise(lambda v: commit_cast(v, relu), self.data)
         stage = "commit_cast_relu" if relu else "commit_cast"
+        self._expect(stage)
+        rule(stage)(self.packet, self.dtype, dtype)
+        commit_cast = STAGES[stage].arithmetic
+        data = active().elementwise(lambda v: commit_cast(v, relu), self.data)
         result = Stream(self.ctx, stage, dtype, self.spatial, self.time, self.packet, data)
         return self._recorded(result, stage, dtype=dtype)
 
@@ -391,7 +389,7 @@ class Stream:
         """Write the stream into a new DM tensor with this element mapping."""
         self._expect("commit")
         target = pair(*self.spatial, element)
-        rules.check_commit(self.dtype, self.time, self.packet, element)
+        rule("commit")(self.dtype, self.time, self.packet, element)
         data = active().relayout(self.data, self.layout.factors, target.factors, False)
         return self._recorded(DmTensor(self.dtype, (*self.spatial, element), data), "commit", element=element)
 
@@ -406,7 +404,7 @@ class Stream:
                 "commit-dtype",
                 f"commit_view: a {self.dtype} stream cannot be written into a {view.dtype} tensor",
             )
-        rules.check_commit(self.dtype, self.time, self.packet, view.element)
+        rule("commit_view")(self.dtype, self.time, self.packet, view.element)
         data = active().relayout(self.data, self.layout.factors, target.factors, False)
         view.write(DmTensor(self.dtype, (*view.outer, view.element), data), "commit_view")
         active().record("commit_view", (self, view), ())
@@ -428,7 +426,7 @@ def begin_interleaved(ctx: TuContext, lhs: TensorView, rhs: TensorView, axis: Ax
         if not isinstance(view, DmTensorView):
             raise VerifyError("begin-view", f"begin_interleaved reads DM tensors' `view()`s, got {view!r}")
     left, right = lhs.read(), rhs.read()
-    rules.check_interleaved(left.dtype, right.dtype, left.params, right.params, axis)
+    rule("begin_interleaved")(left.dtype, right.dtype, left.params, right.params, axis)
     chip, cluster, slice_, element = left.params
     outer = chip.size * cluster.size * slice_.size
     data = active().interleave(left.data, right.data, outer, element.size)

@@ -28,7 +28,7 @@ from furiosa_opt.mapping import Axis, Mapping
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.mapping.expr import Sym
 from furiosa_opt.mapping.factors import SymAtom
-from furiosa_opt.stages import STAGES
+from furiosa_opt.stages import STAGES, rule
 from furiosa_opt.vector import arithmetic as ops
 from furiosa_opt.vector.ops import BinaryArgMode, Branched, FpDivBinaryOp, TagGuard, TagMode, TernaryArgMode
 from furiosa_opt.verify import vector as rules
@@ -50,7 +50,7 @@ class VectorStream(VectorCore):
         s.vector_init().vector_intra_slice_tag(TagMode.Zero)
         """
         slot = self._enter("vector_intra_slice_tag")
-        rules.check_tag_packet(self.stream.packet)
+        rule("vector_intra_slice_tag")(self.stream.packet)
         tags = active().elementwise(lambda v: STAGES["vector_intra_slice_tag"].arithmetic(mode, v), self.stream.data)
         return self._recorded(self._with(slot, self.stream.data, tags=tags), "vector_intra_slice_tag", mode=mode)
 
@@ -69,7 +69,7 @@ class VectorStream(VectorCore):
         if not isinstance(axis, Axis) and not (isinstance(axis, Mapping) and len(axis.axis_names) == 1):
             raise VerifyError("vector-unzip-axis", f"`{method}` splits Time at an axis, got {axis!r}")
         axis = _stream_axis(axis, s.layout, method) if isinstance(axis, Mapping) else axis
-        rules.check_unzip(s.time, s.packet, axis, tile_time, split_time)
+        rule("vector_intra_slice_unzip")(s.time, s.packet, axis, tile_time, split_time)
         selector = Mapping.from_node(Sym(axis))
         grouped = pair(*s.spatial, selector, split_time, s.packet).factors  # the groups outermost in time
         data = active().relayout(s.data, s.layout.factors, grouped, False)
@@ -132,7 +132,7 @@ class VectorStream(VectorCore):
         s.vector_narrow_split(m["T, A / 4 % 2"], m["A % 4"])
         """
         slot = self._enter("vector_narrow_split")
-        rules.check_narrow_split(self.stream.time, self.stream.packet, time, packet)
+        rule("vector_narrow_split")(self.stream.time, self.stream.packet, time, packet)
         return self._recorded(self._relaid(slot, time, packet, way=4), "vector_narrow_split", time=time, packet=packet)
 
     @user_facing
@@ -142,7 +142,7 @@ class VectorStream(VectorCore):
         s.vector_narrow_trim(m["A % 2 # 4"])
         """
         slot = self._enter("vector_narrow_trim")
-        rules.check_narrow_trim(self.stream.packet, packet)
+        rule("vector_narrow_trim")(self.stream.packet, packet)
         return self._recorded(self._relaid(slot, self.stream.time, packet, way=4), "vector_narrow_trim", packet=packet)
 
     @user_facing
@@ -230,7 +230,7 @@ class VectorStream(VectorCore):
         s = self.stream
         axis = _stream_axis(reduce, s.layout, method)
         label = axis.name
-        rules.check_intra_slice_reduce(s.time, s.packet, time, packet, label)
+        rule("vector_intra_slice_reduce")(s.time, s.packet, time, packet, label)
         target = pair(*s.spatial, time, packet).factors
         data = active().reduce(
             s.data, s.layout.factors, target, *STAGES["vector_intra_slice_reduce"].arithmetic(op), False
@@ -262,7 +262,7 @@ class VectorStream(VectorCore):
         s.vector_widen_concat(m["T"], m["A / 4 % 2, A % 4"])
         """
         slot = self._enter("vector_widen_concat")
-        rules.check_widen_concat(self.stream.time, self.stream.packet, time, packet)
+        rule("vector_widen_concat")(self.stream.time, self.stream.packet, time, packet)
         return self._recorded(self._relaid(slot, time, packet, way=8), "vector_widen_concat", time=time, packet=packet)
 
     @user_facing
@@ -272,7 +272,7 @@ class VectorStream(VectorCore):
         s.vector_widen_pad(m["A % 2 # 8"])
         """
         slot = self._enter("vector_widen_pad")
-        rules.check_widen_pad(self.stream.packet, packet)
+        rule("vector_widen_pad")(self.stream.packet, packet)
         return self._recorded(self._relaid(slot, self.stream.time, packet, way=8), "vector_widen_pad", packet=packet)
 
     @user_facing
@@ -310,7 +310,7 @@ class VectorStream(VectorCore):
 
         s.vector_stash().vector_fp_unary(FpUnaryOp.Exp).vector_fp_binary(FpBinaryOp.SubF, Stash)
         """
-        rules.check_stash_write(self.stage, self.stash, None)
+        rule("vector_stash")(self.stage, self.stash, None)
         stashed = Stashed(self.stream.data, self.stream.layout, self.dtype, self.way)
         return self._recorded(self._with(self.stage, self.stream.data, stash=stashed), "vector_stash")
 
@@ -321,7 +321,7 @@ class VectorStream(VectorCore):
 
         s.vector_reinterpret(i32)  # 1.0 → 0x3f800000
         """
-        rules.check_entry(dtype)
+        rule("vector_reinterpret")(dtype)
         target = dtype.storage
         data = active().elementwise(lambda v: v.view(target), self.stream.data)
         return self._recorded(self._with(self.stage, data, dtype=dtype), "vector_reinterpret", dtype=dtype)
@@ -350,7 +350,7 @@ class VectorStream(VectorCore):
             raise VerifyError("vector-stage-order", f"`{method}`: the inter-slice reducer runs once per pass")
         self._op(op, method)
         s = self.stream
-        rules.check_inter_slice_reduce(s.spatial[2], s.time, slice, time)
+        rule("vector_inter_slice_reduce")(s.spatial[2], s.time, slice, time)
         target = pair(*s.spatial[:2], slice, time, s.packet).factors
         data = active().reduce(
             s.data, s.layout.factors, target, *STAGES["vector_inter_slice_reduce"].arithmetic(op), True
@@ -389,7 +389,7 @@ def _stream_axis(reduce: object, layout: Mapping, method: str) -> Axis:
 
 
 def vector_init(stream: Flow) -> VectorStream:
-    rules.check_entry(stream.dtype)
+    rule("vector_init")(stream.dtype)
     tags = active().zeros(np.dtype(np.uint8), stream.layout.size)
     result = VectorStream(stream, tags, STAGES["vector_init"].slot, 8, frozenset())
     active().record("vector_init", (stream,), (result,))

@@ -19,6 +19,7 @@ from furiosa_opt.mapping.algebra import (
     split_at,
 )
 from furiosa_opt.mapping.expr import shown_pair
+from furiosa_opt.stages import register
 
 # stream dtype → (TRF dtypes it pairs with, accumulator)
 OPERANDS = {
@@ -47,6 +48,7 @@ def accumulator(stream: DType, weight: DType) -> DType:
     return OPERANDS[stream.name][1]
 
 
+@register("rule", "contract_outer")
 def check_stream_adapter(
     dtype: DType, lane: Mapping, time: Mapping, packet: Mapping, out_time: Mapping, out_packet: Mapping
 ) -> None:
@@ -91,6 +93,7 @@ def check_stream_adapter(
         )
 
 
+@register("rule", "contract_packet")
 def check_contract_packet(dtype: DType, packet: Mapping, out_packet: Mapping) -> None:
     """The packet reducer's tree removes the innermost 2^d cells."""
     size = dtype.nbytes(packet.size)
@@ -124,6 +127,7 @@ def _boundaries(time: Mapping, terms) -> list:
     )
 
 
+@register("rule", "contract_time")
 def check_contract_time(time: Mapping, out_time: Mapping) -> None:
     """The time reducer keeps some time axes, in order, with their padding lined up edge to edge."""
     try:
@@ -166,6 +170,7 @@ def lane_outputs(mode: str, lane: Mapping, time: Mapping, packet: Mapping) -> tu
     return pair(time, lane, outer), inner
 
 
+@register("rule", "contract_lane")
 def check_contract_lane(
     mode: str,
     lane: Mapping,

@@ -11,6 +11,7 @@ from furiosa_opt.mapping import Mapping, MappingError
 from furiosa_opt.mapping.algebra import is_resize_of, padded, pair, split_at
 from furiosa_opt.mapping.expr import shown_pair
 from furiosa_opt.mapping.sequencer import Mode, SequencerError, sequence
+from furiosa_opt.stages import register
 
 # (input, output) pairs each converting stage accepts (spec/mapping.md §6 "legal conversions per stage").
 FETCH_CASTS = {
@@ -58,6 +59,7 @@ def _entries(used: int, what: str) -> None:
         )
 
 
+@register("rule", "fetch")
 def check_fetch(time: Mapping, packet: Mapping, out_time: Mapping, out_packet: Mapping) -> None:
     """The fetch sequencer must read every live DM cell, place every output axis, and fit its table."""
     try:
@@ -75,6 +77,7 @@ def check_fetch(time: Mapping, packet: Mapping, out_time: Mapping, out_packet: M
     _entries(sum(map(len, configs)), "Fetch")
 
 
+@register("rule", "fetch_cast")
 def check_fetch_cast(source: DType, target: DType) -> None:
     if (source.name, target.name) not in FETCH_CASTS and source != target:
         legal = ", ".join(f"{a}→{b}" for a, b in sorted(FETCH_CASTS))
@@ -84,6 +87,7 @@ def check_fetch_cast(source: DType, target: DType) -> None:
         )
 
 
+@register("rule", "fetch_table_lookup")
 def check_table_lookup(context: str, source: DType, target: DType) -> None:
     """The fetch adapter's lookup table decodes narrow floats; only the main context has one."""
     if context != "main":
@@ -95,6 +99,7 @@ def check_table_lookup(context: str, source: DType, target: DType) -> None:
         raise VerifyError("fetch-table-types", f"fetch_table_lookup: {source} → {target} is not a table ({legal})")
 
 
+@register("rule", "fetch_zero_point_sub")
 def check_zero_point_sub(source: DType, target: DType, zero_point: int) -> None:
     """`v - zero_point` into the one-bit-wider staging type; the zero point is a value of the source type."""
     if (source.name, target.name) not in ZERO_POINT_SUBS:
@@ -109,6 +114,7 @@ def check_zero_point_sub(source: DType, target: DType, zero_point: int) -> None:
         )
 
 
+@register("rule", "collect")
 def check_collect(dtype: DType, time: Mapping, packet: Mapping, time2: Mapping, packet2: Mapping) -> None:
     """Pad the packet to whole flits, split at one flit: the inner flit is the packet, the flit count
     goes innermost in time."""
@@ -130,6 +136,7 @@ def check_collect(dtype: DType, time: Mapping, packet: Mapping, time2: Mapping, 
         raise VerifyError("collect-time-mismatch", f"Collect time mismatch. Expected: {shown}, got: {got}")
 
 
+@register("rule", "to_trf")
 def check_to_trf(dtype: DType, time: Mapping, packet: Mapping, lane: Mapping, element: Mapping) -> None:
     """The lane axes are the outermost time axes; the rest of time and the packet make the element."""
     if lane.size not in RNGD.lane_sizes:
@@ -158,6 +165,7 @@ def check_to_trf(dtype: DType, time: Mapping, packet: Mapping, lane: Mapping, el
         )
 
 
+@register("rule", "cast")
 def check_cast(source: DType, target: DType, packet: Mapping, out_packet: Mapping) -> None:
     """The Cast Engine narrows one flit into one flit: `OutPacket == Packet # (32 B / out element)`."""
     if (source.name, target.name) not in ENGINE_CASTS:
@@ -181,6 +189,7 @@ def check_cast(source: DType, target: DType, packet: Mapping, out_packet: Mappin
         raise VerifyError("cast-packet-mismatch", f"Cast packet mismatch. Expected: {shown}, got: {got}")
 
 
+@register("rule", "commit_trim")
 def check_commit_trim(dtype: DType, packet: Mapping, out_packet: Mapping) -> None:
     size = dtype.nbytes(out_packet.size)
     if size not in RNGD.commit_packet_bytes:
@@ -195,6 +204,7 @@ def check_commit_trim(dtype: DType, packet: Mapping, out_packet: Mapping) -> Non
         )
 
 
+@register("rule", "commit_cast", "commit_cast_relu")
 def check_commit_cast(packet: Mapping, source: DType, target: DType) -> None:
     if (source, target) != (dtypes.f32, dtypes.bf16):
         raise VerifyError("commit-cast-types", f"commit_cast converts f32 → bf16 only, not {source} → {target}")
@@ -208,6 +218,7 @@ def check_commit_cast(packet: Mapping, source: DType, target: DType) -> None:
         )
 
 
+@register("rule", "commit", "commit_view")
 def check_commit(dtype: DType, time: Mapping, packet: Mapping, element: Mapping) -> None:
     """Every stream cell lands on a distinct DM cell, every DM cell of the element is written, and the
     commit sequencer fits its table."""
@@ -228,6 +239,7 @@ def check_commit(dtype: DType, time: Mapping, packet: Mapping, element: Mapping)
     _entries(sum(map(len, configs)), "Commit")
 
 
+@register("rule", "begin_interleaved")
 def check_interleaved(lhs: DType, rhs: DType, left: tuple, right: tuple, axis) -> None:
     """`begin_interleaved` pairs two DM tensors of one dtype and layout under a fresh size-2 axis."""
     if lhs != rhs or tuple(left) != tuple(right):

@@ -46,6 +46,7 @@ from furiosa_opt.mapping.expr import shown_pair
 from furiosa_opt.mapping.factors import PadKind
 from furiosa_opt.mapping.refine import SubDigit, describe_subdigit, refine
 from furiosa_opt.mapping.relayout import position_of
+from furiosa_opt.stages import register
 from furiosa_opt.switch import SwitchConfig
 
 
@@ -58,6 +59,7 @@ class Routing:
     sources: np.ndarray | None = None  # [out slices, moved steps]
 
 
+@register("rule", "switch")
 def check_switch(
     config: SwitchConfig, in_slice: Mapping, in_time: Mapping, out_slice: Mapping, out_time: Mapping
 ) -> Routing:

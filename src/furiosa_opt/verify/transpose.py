@@ -34,6 +34,7 @@ from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DType
 from furiosa_opt.mapping import Mapping, MappingError
 from furiosa_opt.mapping.algebra import is_padding, padded, pair, resized, split_at
+from furiosa_opt.stages import register
 
 LIMITS = dict(RNGD.transpose_limits)
 
@@ -57,6 +58,7 @@ class _Split:
     columns: Mapping  # the packets_per_col innermost time steps
 
 
+@register("rule", "transpose")
 def check_transpose(
     dtype: DType, time: Mapping, packet: Mapping, out_time: Mapping, out_packet: Mapping
 ) -> TransposeParams:

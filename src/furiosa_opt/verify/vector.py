@@ -13,7 +13,7 @@ from furiosa_opt.mapping.algebra import divide_exact, divide_relaxed, is_padding
 from furiosa_opt.mapping.expr import Sym, shown_pair
 from furiosa_opt.mapping.factors import PadKind, symbols
 from furiosa_opt.mapping.refine import describe_subdigit, refine
-from furiosa_opt.stages import VECTOR_CHAIN
+from furiosa_opt.stages import VECTOR_CHAIN, register
 from furiosa_opt.verify.contraction import inner_time
 
 HALF = RNGD.ve_lanes // 2
@@ -35,6 +35,7 @@ def _show(mapping: Mapping) -> str:
     return f"`{mapping}`"
 
 
+@register("rule", "vector_init", "vector_reinterpret")
 def check_entry(dtype: DType) -> None:
     if dtype not in (dtypes.i32, dtypes.f32):
         raise VerifyError("vector-dtype", f"vector_init: the Vector Engine computes on i32 or f32, not {dtype}")
@@ -97,6 +98,7 @@ def check_alu(alu, used: frozenset, method: str) -> None:
         )
 
 
+@register("rule", "vector_intra_slice_tag")
 def check_tag_packet(packet: Mapping) -> None:
     if packet.size != RNGD.ve_lanes:
         raise VerifyError(
@@ -106,6 +108,7 @@ def check_tag_packet(packet: Mapping) -> None:
         )
 
 
+@register("rule", "vector_narrow_split")
 def check_narrow_split(time: Mapping, packet: Mapping, time2: Mapping, packet2: Mapping) -> None:
     _packet_size(packet, RNGD.ve_lanes, "vector_narrow_split")
     outer, inner = split_at(packet, HALF)
@@ -113,6 +116,7 @@ def check_narrow_split(time: Mapping, packet: Mapping, time2: Mapping, packet2: 
     _equal("vector_narrow_split", "packet", inner, packet2)
 
 
+@register("rule", "vector_narrow_trim")
 def check_narrow_trim(packet: Mapping, packet2: Mapping) -> None:
     _packet_size(packet, RNGD.ve_lanes, "vector_narrow_trim")
     outer, inner = split_at(packet, HALF)
@@ -125,6 +129,7 @@ def check_narrow_trim(packet: Mapping, packet2: Mapping) -> None:
     _equal("vector_narrow_trim", "packet", inner, packet2)
 
 
+@register("rule", "vector_widen_concat")
 def check_widen_concat(time: Mapping, packet: Mapping, time2: Mapping, packet2: Mapping) -> None:
     _packet_size(packet, HALF, "vector_widen_concat")
     if time.size % 2:
@@ -134,6 +139,7 @@ def check_widen_concat(time: Mapping, packet: Mapping, time2: Mapping, packet2: 
     _equal("vector_widen_concat", "packet", pair(inner, packet), packet2)
 
 
+@register("rule", "vector_widen_pad")
 def check_widen_pad(packet: Mapping, packet2: Mapping) -> None:
     _packet_size(packet, HALF, "vector_widen_pad")
     _equal("vector_widen_pad", "packet", padded(packet, RNGD.ve_lanes), packet2)
@@ -156,6 +162,7 @@ def _equal(method: str, what: str, expected: Mapping, got: Mapping) -> None:
 # ---- the stash: write once, read once ----
 
 
+@register("rule", "vector_stash")
 def check_stash_write(stage: str, state: object, empty: object) -> None:
     """`vector_stash` writes the operand register: at a stashable stage, once, not after pair mode."""
     if state == ZIPPED:
@@ -192,6 +199,7 @@ def check_stash_read(state: object, dtype: DType, way: int, method: str) -> None
 # ---- reducers ----
 
 
+@register("rule", "vector_intra_slice_reduce")
 def check_intra_slice_reduce(
     time: Mapping, packet: Mapping, out_time: Mapping, out_packet: Mapping, label: str
 ) -> None:
@@ -250,6 +258,7 @@ def check_inter_slice_entry(stage: str, way: int) -> None:
         )  # fmt: skip
 
 
+@register("rule", "vector_inter_slice_reduce")
 def check_inter_slice_reduce(in_slice: Mapping, time: Mapping, out_slice: Mapping, out_time: Mapping) -> int:
     """The book's four rules (no upstream code checks them): the reduced Slice axes are its innermost
     ones; each slot they free in OutSlice holds a dummy, a fresh axis or an axis promoted from Time, in
@@ -301,6 +310,7 @@ def _name(d) -> str:
     return describe_subdigit(d.key, d.cut, d.count)
 
 
+@register("rule", "vector_intra_slice_unzip")
 def check_unzip(time: Mapping, packet: Mapping, axis, tile_time: Mapping, split_time: Mapping) -> None:
     """Pair mode splits Time at its size-2 axis `axis`: each group's tile of Time is `tile_time` (the
     axis a `1 # 2` hole), read as `split_time` (Time without the axis); packets are one Way8 flit."""
