@@ -1,0 +1,3 @@
+"""The memory system's geometry as pure functions over numpy arrays of addresses: where an HBM byte address
+lands (`hbm.py`). Every number is read from `arch.RNGD`; nothing here is timed yet.
+"""
