@@ -53,8 +53,9 @@ class OpLowering:
         return command
 
     def lower(self, op: visa.Op) -> None:
-        """The command `op` becomes, if any (`hbm_new` and `dm_new` only name a buffer; loop and `if`
-        markers open and close what the body's commands run under)."""
+        """The command `op` becomes, if any: `hbm_new` and `dm_new` only name a buffer, a pipeline's stages
+        become the exec command of its terminal, and loop and `if` markers open and close what the body's
+        commands run under."""
         if op.opcode in VIEW_OPS:
             self.lower_view(op)
         elif op.opcode in ("hbm_new", "dm_new"):
@@ -122,7 +123,8 @@ class OpLowering:
         self.pending[id(command)] = Pending(terminal, chain=chain)
 
     def lower_control(self, op: visa.Op) -> None:
-        """A kept loop's markers (`loop`, `carried`, `end_loop`) and its `if`s."""
+        """A kept loop's markers (`loop`, `carried`, `end_loop`) and its `if`s; any other op is a pipeline
+        stage, lowered with its terminal."""
         if op.opcode == "loop":
             self.kept.start(self.ir.ops, self.op_index[id(op)], len(self.commands))
         elif op.opcode == "carried":
