@@ -11,7 +11,8 @@ from example_kernels import KERNELS
 from furiosa_opt.backend.trace import trace
 from furiosa_opt.compiler import lir as lir_format
 from furiosa_opt.compiler.lir import Entry, Sequencer, walk_dma, walk_sequencer
-from furiosa_opt.compiler.lower import _Lowering
+from furiosa_opt.compiler.lower import Lowering
+from furiosa_opt.compiler.lower.fill import Filler
 from furiosa_opt.mapping import m
 from furiosa_opt.mapping.algebra import pair
 from furiosa_opt.mapping.evaluate import evaluate
@@ -21,8 +22,13 @@ from furiosa_opt.mapping.relayout import relayout_index
 def lowered(kernel):
     ir, errors = trace(kernel)
     assert not errors
-    lowering = _Lowering(ir, None)
+    lowering = Lowering(ir)
     return lowering, lowering.run()
+
+
+def placed(lowering):
+    """(the replayed objects, where an object lies once placed) of a lowering that has run."""
+    return lowering.table.objects, Filler(lowering.table, lowering.kept).layout
 
 
 def live(mapping) -> np.ndarray:
@@ -60,15 +66,14 @@ def test_dumped_lir_has_addresses_and_sequencers(name):
 @pytest.mark.parametrize("name", KERNELS)
 def test_every_dma_visits_the_addresses_the_relayout_predicts(name):
     lowering, program = lowered(KERNELS[name])
+    objects, layout = placed(lowering)
     dmas = [c for c in program.commands if c.kind == "dma"]
     assert dmas
     for command in dmas:
         op = lowering.ir.ops[command.op]
-        source = lowering.objects[op.operands[0]]
-        target = (
-            lowering.objects[op.operands[1]] if op.opcode.endswith("_view") else lowering.objects[op.results[0].name]
-        )
-        src, dst = lowering.layout(source), lowering.layout(target)
+        source = objects[op.operands[0]]
+        target = objects[op.operands[1]] if op.opcode.endswith("_view") else objects[op.results[0].name]
+        src, dst = layout(source), layout(target)
         src_map, dst_map = pair(*src.levels), pair(*dst.levels)
         index = relayout_index(src_map.factors, dst_map.factors, True)
         positions = np.flatnonzero(index >= 0)
@@ -82,6 +87,7 @@ def test_every_dma_visits_the_addresses_the_relayout_predicts(name):
 @pytest.mark.parametrize("name", KERNELS)
 def test_every_fetch_and_commit_visits_the_addresses_the_relayout_predicts(name):
     lowering, program = lowered(KERNELS[name])
+    objects, layout = placed(lowering)
     execs = [c for c in program.commands if c.kind == "exec"]
     assert execs
     for command in execs:
@@ -89,27 +95,25 @@ def test_every_fetch_and_commit_visits_the_addresses_the_relayout_predicts(name)
         ops = {v.name: o for o in lowering.ir.ops for v in o.results}
         fetch = next(o for o in _chain(chain_end, ops) if o.opcode == "fetch")
         begin = next(o for o in _chain(chain_end, ops) if o.opcode == "begin")
-        view = lowering.objects[begin.operands[0]]
+        view = objects[begin.operands[0]]
         unit = view.dtype.bits // 8
         stream = pair(fetch.attr("time"), fetch.attr("packet"))
         index = relayout_index(pair(m["1"], view.element).factors, stream.factors, True)
         walked = walk_sequencer(command.fetch, 1)
         alive = live(stream)
         assert len(walked) == stream.size
-        base = lowering.layout(view).base
+        base = layout(view).base
         assert np.array_equal(walked[alive], base + index[alive] * unit)
         if command.commit is not None:
-            streamed = lowering.objects[chain_end.operands[0]]
-            target = lowering.objects[
-                chain_end.operands[-1] if chain_end.opcode == "commit_view" else chain_end.results[0].name
-            ]
+            streamed = objects[chain_end.operands[0]]
+            target = objects[chain_end.operands[-1] if chain_end.opcode == "commit_view" else chain_end.results[0].name]
             element = target.element if hasattr(target, "window") else target.params[3]
             flow = pair(streamed.time, streamed.packet)
             index = relayout_index(element.factors, flow.factors, False)
             walked = walk_sequencer(command.commit, 0)
             alive = live(flow)
             step = streamed.dtype.bits // 8
-            assert np.array_equal(walked[alive], lowering.layout(target).base + index[alive] * step)
+            assert np.array_equal(walked[alive], layout(target).base + index[alive] * step)
 
 
 def _chain(op, ops):
