@@ -147,3 +147,28 @@ def test_the_carried_value_ends_in_the_slot_the_last_pass_wrote(kernel, count):
     if kernel is not long_chain:
         x = np.arange(R.size * E.size, dtype=np.int32).reshape(R.size, E.size)
         np.testing.assert_array_equal(run_both(kernel, x, i32, m["R, E"]), x + count)
+
+
+@device(chip=1)
+def read_after_its_loop(ctx: Context, x: HbmTensor[i32, m["1"], m["R, E"]]) -> HbmTensor[i32, m["1"], m["R, E"]]:
+    """A second kept loop reads the value the first one carried: every pass reads the slot the first
+    loop's last pass wrote."""
+    dm = x.to_dm(ctx.tdma, m["1 # 2"], m["R"], m["E"])
+    for _ in device_range(3):
+        dm = add_one(ctx, dm)
+    out = DmTensor.new(i32, m["1"], m["1 # 2"], m["R"], m["E"])
+    for _ in device_range(2):
+        dm.view().to_dm_view(ctx.tdma, out.view_mut())
+    return out.to_hbm(ctx.tdma, m["R, E"])
+
+
+def test_a_later_loop_reads_a_carried_value_where_its_loop_left_it():
+    result = compile_kernel(read_after_its_loop)
+    assert result.ok, result.diagnostics
+    assert [loop.count for loop in result.lir.loops] == [3, 2] and result.lir.unrolled == []
+    (carried,) = [b for b in result.lir.buffers if b.slots == 2]
+    second = result.lir.loops[1]
+    (copy,) = [c for c in result.lir.commands[second.first : second.last + 1] if c.kind == "dma"]
+    assert copy.dma.src_base == DM_BASE + carried.address + 1 * carried.bytes and copy.offsets == []  # 3 passes: slot 1
+    x = np.arange(R.size * E.size, dtype=np.int32).reshape(R.size, E.size)
+    np.testing.assert_array_equal(run_both(read_after_its_loop, x, i32, m["R, E"]), x + 3)

@@ -15,12 +15,9 @@ from furiosa_opt import switch
 from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler import visa
 from furiosa_opt.dtypes import DTYPE_CODES
-from furiosa_opt.stages import register
+from furiosa_opt.stages import register, rule
 from furiosa_opt.vector import codes
 from furiosa_opt.vector.ops import TagMode
-from furiosa_opt.verify.switch import check_switch
-from furiosa_opt.verify.transpose import check_transpose
-from furiosa_opt.verify.vector import check_inter_slice_reduce
 
 
 def _mode(mode: object, stream: object) -> dict:
@@ -45,7 +42,7 @@ ENCODED: dict[str, Callable[[object, object], dict]] = {
 @register("lowering", "switch")
 def _switch(stream, op: visa.Op) -> dict:
     in_slice = stream.spatial[2]
-    routing = check_switch(op.attr("config"), in_slice, stream.time, op.attr("slice"), op.attr("time"))
+    routing = rule("switch")(op.attr("config"), in_slice, stream.time, op.attr("slice"), op.attr("time"))
     flits = -(-stream.dtype.nbytes(stream.packet.size) // RNGD.flit_bytes)
     custom = routing.sources is not None
     return {
@@ -60,10 +57,10 @@ def _switch(stream, op: visa.Op) -> dict:
 @register("lowering", "vector_inter_slice_reduce")
 def _inter_slice_reduce(vector, op: visa.Op) -> dict:
     stream = vector.stream
-    ratio = check_inter_slice_reduce(stream.spatial[2], stream.time, op.attr("slice"), op.attr("time"))
+    ratio = rule("vector_inter_slice_reduce")(stream.spatial[2], stream.time, op.attr("slice"), op.attr("time"))
     return {"in_steps": stream.time.size, "ratio": ratio}
 
 
 @register("lowering", "transpose")
 def _transpose(stream, op: visa.Op) -> dict:
-    return asdict(check_transpose(stream.dtype, stream.time, stream.packet, op.attr("time"), op.attr("packet")))
+    return asdict(rule("transpose")(stream.dtype, stream.time, stream.packet, op.attr("time"), op.attr("packet")))

@@ -129,9 +129,11 @@ class KeptLoops:
 
     def slot(self, value: str, index: str) -> Scalar | int:
         """The slot of its buffer `value` is in, for a command in the body of the loop `index` ("" for
-        none): in the body of the loop that carries it, a runtime value of the index."""
+        none): in the body of the loop that carries it, a runtime value of the index; anywhere else, the
+        slot its loop left it in (a later kept loop reads it there on every pass)."""
         inside, after = self.slots.get(value, (0, 0))
-        return inside if index else after
+        carried_here = isinstance(inside, Scalar) and index in inside.indices()
+        return inside if carried_here else after
 
     def travel(self, value: str, index: str, address: Callable[[TensorView], int]) -> Scalar | int:
         """The bytes the view bound to `value` moves by per pass of the loop `index`, times the index (0 for
