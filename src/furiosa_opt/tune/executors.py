@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import socket
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 
 EXECUTORS = ("local", "ray")
 RAY_MISSING = "the Ray executor needs Ray: pip install 'furiosa-opt[ray]'"
+DEFERRED = (signal.SIGINT, signal.SIGTERM)  # what stops a command while a worker is being started
 REACH_SECONDS = 5.0  # to open a connection to a Ray cluster's address before Ray is asked to join it
 
 
@@ -40,18 +44,48 @@ class LocalExecutor:
         self.pool = ProcessPoolExecutor(self.workers, mp_context=context, max_tasks_per_child=1)
 
     def submit(self, function: Callable, *args: object) -> Future:
-        return self.pool.submit(function, *args)
+        """The call in a worker; a SIGINT or SIGTERM that arrives meanwhile is delivered once the pool has
+        started (and tracks) the worker it may start, so `abandon` finds every worker to kill."""
+        with _signals_deferred():
+            return self.pool.submit(function, *args)
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
 
     def abandon(self) -> None:
-        """Stop now: kill the trials in flight and drop the pending ones (the command was interrupted)."""
+        """Stop now: kill the trials in flight and drop the pending ones (the command was interrupted).
+
+        The pool may be starting a worker to replace one that just finished, and a starting worker still has
+        to open the semaphores of the pool's call queue, which vanish as soon as the pool drops the queue
+        (it would print a `FileNotFoundError` traceback on the way out). So the queue is held until every
+        worker, the late ones included, is killed; shutting the pool down first ends its manager thread, so
+        no worker starts after the last kill."""
+        queue = self.pool._call_queue  # the pool's own: no public handle keeps its semaphores alive
         for worker in multiprocessing.active_children():
             worker.kill()
         self.pool.shutdown(wait=True, cancel_futures=True)  # the pool is broken now: this returns at once
         for worker in multiprocessing.active_children():  # one it started meanwhile, to replace a retired one
             worker.kill()
+            worker.join()
+        del queue
+
+
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM held while the block runs in the main thread (elsewhere Python runs no handler),
+    then delivered to the handlers in force before it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {number: signal.signal(number, lambda n, frame: caught.append(n)) for number in DEFERRED}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in caught[:1]:
+            signal.raise_signal(number)
 
 
 _IN_RAY_WORKER: list[LocalExecutor] = []  # a Ray worker's own one-process pool, made by its first trial
