@@ -28,7 +28,6 @@ class Rngd:
     dm_bytes_per_slice: int = 512 << 10
     trf_capacity_bytes: int = 65536  # TRF_CAPACITY_BYTES: logical, 8 KiB per lane
     vrf_bytes_per_slice: int = 8192
-    spm_bytes_per_pe: int = 4096
 
     # ---- streams (lower/src/verify/mod.rs, constraints.rs, commit-engine.md)
     flit_bytes: int = 32

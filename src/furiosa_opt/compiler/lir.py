@@ -13,10 +13,11 @@ from dataclasses import asdict, dataclass, field
 import msgpack
 import numpy as np
 
+from furiosa_opt.arch import RNGD
 from furiosa_opt.configs.records import EngineConfig
 
 DM_BASE = 0x1000_0000
-SLICE_STRIDE = 4 << 20  # the virtual span of one slice's DM partition (dma-engine.md)
+SLICE_STRIDE = RNGD.dm_slice_stride  # the virtual span of one slice's DM partition
 CHIP_STRIDE = 1 << 40
 
 
