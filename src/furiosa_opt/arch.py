@@ -95,6 +95,9 @@ class Rngd:
     # a row switch in one bank (close, open): the book gives 40–50 ns ("Bank Conflict") and "about 40
     # cycles" at clock_ghz (dma-engine.md, "Channel and DMN Interleaving", Example 4); this is the lower end
     hbm_row_switch_cycles: int = 40
+    # a partial write (part of a 256-byte unit) is a read-modify-write: "roughly 50×" an aligned write's time
+    # on its channel ("Misaligned Access")
+    hbm_partial_write_factor: int = 50
     # tCCD, the least gap between two column commands on one channel, in cycles of hbm_command_ghz
     # ("Column-to-Column Delay"): another bank group of the same slice, another slice, the same bank group
     hbm_command_ghz: float = 1.5

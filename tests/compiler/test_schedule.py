@@ -4,7 +4,7 @@ import pytest
 
 from furiosa_opt import *
 from furiosa_opt.backend.trace import trace
-from furiosa_opt.compiler.lir import Buffer, Command, DmaWalk, Entry, Lir, Loop, Sequencer
+from furiosa_opt.compiler.lir import DM_BASE, Buffer, Command, DmaWalk, Entry, Lir, Loop, Sequencer
 from furiosa_opt.compiler.lower import lower
 from furiosa_opt.compiler.resource import cost
 from furiosa_opt.compiler.schedule import schedule
@@ -59,7 +59,7 @@ def dma(index, context, src, dst, packets=8):
         f"k.py:{index}",
         [src],
         [dst],
-        dma=DmaWalk(0, 0, 256, [Loop(packets, 256, 256)]),
+        dma=DmaWalk(0, DM_BASE, 256, [Loop(packets, 256, 256)]),  # HBM → DM
     )
 
 

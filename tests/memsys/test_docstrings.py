@@ -12,7 +12,7 @@ MODULES = [info.name for info in pkgutil.iter_modules(furiosa_opt.memsys.__path_
 
 
 def test_the_package_has_its_modules():
-    assert sorted(MODULES) == ["arrays", "dm", "hbm", "stats"]
+    assert sorted(MODULES) == ["arrays", "dm", "dma", "findings", "hbm", "stats"]
 
 
 @pytest.mark.parametrize("name", MODULES)

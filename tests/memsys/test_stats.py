@@ -163,3 +163,18 @@ def test_empty_streams():
 def test_a_stream_past_its_memory_is_refused(call, addresses, size, message):
     with pytest.raises(ValueError, match=message):
         call(addresses, size)
+
+
+def test_requests_that_stay_on_one_dmn_halve_the_dm_bandwidth():
+    """A DMN moves 128 bytes a cycle: 256-byte requests taking turns between the pair's DMNs go one a cycle;
+    the same requests to slices of one DMN go one every two cycles, less what the slices' queues absorb."""
+    from furiosa_opt.memsys.dma import Side, dma_cost
+
+    hbm = Side("hbm", np.zeros(2048, np.int64), np.arange(2048) * 256)
+    turns = np.arange(2048) % 64  # slices 0–63: DMN 0 and 1 in turn, 32 apart
+    alternating = (turns % 2 * 32 + turns // 2) * SLICE + np.arange(2048) // 64 * 256
+    one = (np.arange(2048) % 32) * SLICE + np.arange(2048) // 32 * 256  # slices 0–31
+    zero = np.zeros(2048, np.int64)
+    both, single = dma_cost(hbm, Side("dm", zero, alternating), 256), dma_cost(hbm, Side("dm", zero, one), 256)
+    assert (both.cycles, both.dm_stalls, both.bottleneck) == (2048 + 500, 0, "engine")
+    assert single.bottleneck == "DMN" and single.dm_stalls == 2048 - 2 * 32  # 32 slices' queues, 2 entries each

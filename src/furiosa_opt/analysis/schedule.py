@@ -56,6 +56,7 @@ class Instruction:
     source: str | None
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
+    memory: dict[str, Any] | None = None  # a DMA's memory report (memsys.findings.report), when the file has it
 
     @property
     def cycles(self) -> int:
@@ -174,6 +175,7 @@ def _instruction(position: int, record: Any, where: str, tensors: dict[int, Sche
         source,
         _tensor_ids(record, "input_tensors", where, tensors),
         _tensor_ids(record, "output_tensors", where, tensors),
+        _get(record, "memory", where, dict, None),
     )
 
 

@@ -41,6 +41,7 @@ class Summary:
     counts: dict[str, int]  # by `tpe`, most frequent first
     longest: tuple[Instruction, ...]
     lines: tuple[LineCycles, ...]  # most cycles first
+    dma: tuple[Instruction, ...] = ()  # the DMAs whose memory report names a pathology, longest first
 
 
 def lane_use(schedule: Schedule) -> tuple[LaneUse, ...]:
@@ -74,6 +75,7 @@ def summarize(schedule: Schedule, top: int = 10) -> Summary:
         dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
         tuple(i for i in longest[:top] if i.cycles),
         line_cycles(schedule),
+        tuple(i for i in longest if i.memory and i.memory["findings"]),
     )
 
 
@@ -90,4 +92,5 @@ def summary_json(summary: Summary) -> dict[str, Any]:
         "lines": [
             {"source": line.source, "cycles": line.cycles, "instructions": line.instructions} for line in summary.lines
         ],
+        "dma_findings": [{**instruction_json(i), **i.memory} for i in summary.dma],
     }

@@ -154,6 +154,10 @@ def _summary_human(result: Summary) -> list[Any]:
         _table("Longest instructions", ("instruction", "lanes", "begin", "end", "cycles", "source"),
                map(_instruction_row, result.longest)),
         _table("Cycles per source line", ("source", "cycles", "instructions"), lines),
+        _table("DMA memory pathologies (the book's rule, what the streams show, the fix)",
+               ("instruction", "source", "cycles", "bottleneck", "rule", "shown", "fix"),
+               [(i.name, i.source or "", i.cycles, i.memory["bottleneck"], f["rule"], f["shown"], f["fix"])
+                for i in result.dma for f in i.memory["findings"]]),
     ]  # fmt: skip
 
 

@@ -13,9 +13,21 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from furiosa_opt.arch import RNGD
-from furiosa_opt.compiler.lir import Buffer, Command, Lir, Sequencer, walk_sequencer
+from furiosa_opt.compiler.lir import (
+    CHIP_STRIDE,
+    DM_BASE,
+    SLICE_STRIDE,
+    Buffer,
+    Command,
+    Lir,
+    Sequencer,
+    walk_dma,
+    walk_sequencer,
+)
 from furiosa_opt.configs.records import EngineConfig
 from furiosa_opt.dtypes import dtype_by_name
+from furiosa_opt.memsys.dm import SLICES
+from furiosa_opt.memsys.dma import DmaCost, Side, dma_cost
 from furiosa_opt.stages import VECTOR
 
 # Tensor Unit pipelines: cycles to fill the fetch → compute → commit pipe once (not documented upstream).
@@ -52,6 +64,33 @@ def _dma_cycles(command: Command, source: Buffer, target: Buffer) -> tuple[int, 
     serial = source.memory == target.memory
     busy = reads + writes if serial else max(reads, writes)
     return busy + RNGD.dma_startup_cycles, packets * dma.packet
+
+
+def memory_side(buffer: Buffer, addresses: np.ndarray) -> Side:
+    """A DMA side as the memory model reads it: HBM addresses per chip, DM addresses from the DM base."""
+    if buffer.memory == "dram":
+        chip, local = np.divmod(addresses, CHIP_STRIDE)
+        return Side("hbm", chip, local)
+    chip, local = np.divmod(addresses - DM_BASE, SLICE_STRIDE * SLICES)
+    return Side("dm", chip, local)
+
+
+def dma_cost_of(command: Command, source: Buffer, target: Buffer) -> DmaCost:
+    """The memory model's price of a DMA command (`memsys.dma`), from every packet's two addresses."""
+    dma = command.dma
+    src, dst = walk_dma(dma.src_base, dma.dst_base, dma.packet, dma.loops, dma.packet)
+    return dma_cost(memory_side(source, src), memory_side(target, dst), dma.packet)
+
+
+def memory_prices(lir: Lir) -> dict[int, DmaCost]:
+    """The memory model's price of each Tensor DMA command, by command index. Reported beside the schedule's
+    estimate (`--dump-summary`, the schedule JSON); the schedule does not use it yet."""
+    buffers = {b.name: b for b in lir.buffers}
+    return {
+        c.index: dma_cost_of(c, buffers[c.inputs[0]], buffers[c.outputs[0]])
+        for c in lir.commands
+        if c.kind == "dma" and c.context == "tdma"
+    }
 
 
 def _indirect_cycles(command: Command) -> tuple[int, int]:

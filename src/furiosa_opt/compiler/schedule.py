@@ -16,8 +16,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from furiosa_opt.compiler.lir import Command, Lir, LoopRegion, overlapping
-from furiosa_opt.compiler.resource import Costed, cost, inter_slice_reduce_cycles, switch_cycles, transpose_cycles
+from furiosa_opt.compiler.resource import (
+    Costed,
+    cost,
+    inter_slice_reduce_cycles,
+    memory_prices,
+    switch_cycles,
+    transpose_cycles,
+)
 from furiosa_opt.configs.records import EngineConfig
+from furiosa_opt.memsys.findings import report
 from furiosa_opt.programs import describe, evaluate
 from furiosa_opt.switch import from_config
 
@@ -241,6 +249,7 @@ def schedule_json(plan: Schedule) -> dict:
     instructions = []
     lifetimes: dict[str, list[int]] = {}
     loop_of = {i: loop for loop in lir.loops for i in range(loop.first, loop.last + 1)}
+    prices = memory_prices(lir)
     for slot in plan.slots:
         command = slot.costed.command
         sync = command.kind == "sync"
@@ -257,6 +266,7 @@ def schedule_json(plan: Schedule) -> dict:
                 "input_tensors": [index_of[b] for b in command.inputs],
                 "output_tensors": [index_of[b] for b in command.outputs],
                 "source": command.loc,
+                **({"memory": report(prices[command.index])} if command.index in prices else {}),
             }
         )
         for name in [*command.inputs, *command.outputs]:
@@ -294,8 +304,10 @@ def schedule_json(plan: Schedule) -> dict:
 
 
 def summary(plan: Schedule) -> dict:
-    """Makespan against its lower bound, lane utilisation, memory high-water, DMA routes, hot lines."""
+    """Makespan against its lower bound, lane utilisation, memory high-water, DMA routes and each DMA's
+    memory report, hot lines."""
     lir = plan.lir
+    prices = memory_prices(lir)
     busy = {lane: 0 for lane in LANES.values()}
     routes: dict[str, int] = {}
     lines: dict[str, int] = {}
@@ -327,8 +339,29 @@ def summary(plan: Schedule) -> dict:
             "vrf_per_slice": high["vrf"],
         },
         "dma_bytes_by_route": dict(sorted(routes.items())),
+        "dma": [
+            {
+                "command": s.costed.command.index,
+                "source": s.costed.command.loc,
+                "route": s.costed.route,
+                "estimate": s.costed.cycles,
+                **report(prices[s.costed.command.index]),
+            }
+            for s in plan.slots
+            if s.costed.command.index in prices
+        ],
         "cycles_by_line": dict(sorted(lines.items(), key=lambda kv: -kv[1])),
     }
+
+
+def side_text(side: dict) -> str:
+    """One side of a DMA's memory report in a few words: `HBM 32/32 ch, row conflicts 3%, partial 0` or
+    `DM 2 DMN(s), balance 100%`."""
+    if side["memory"] == "hbm":
+        stack = "" if side["stack_toggles"] else ", one stack"
+        conflicts = f"row conflicts {side['row_conflict_share']:.0%}"
+        return f"HBM {side['channels']}/32 ch{stack}, {conflicts}, partial {side['partial']}"
+    return f"DM {side['dmns']} DMN(s), balance {side['dmn_balance']:.0%}"
 
 
 def summary_markdown(data: dict) -> str:
@@ -349,6 +382,19 @@ def summary_markdown(data: dict) -> str:
     rows += [f"| {name} | {value} |" for name, value in data["memory_high_water_bytes"].items()]
     rows += ["", "| DMA route | bytes |", "|---|---|"]
     rows += [f"| {route} | {moved} |" for route, moved in data["dma_bytes_by_route"].items()]
+    rows += [
+        "",
+        "| DMA | route | estimate | memory model | bottleneck | read | write |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    rows += [
+        f"| O{d['command']} {d['source']} | {d['route']} | {d['estimate']} | {d['cycles']} | {d['bottleneck']} | "
+        f"{side_text(d['read'])} | {side_text(d['write'])} |"
+        for d in data["dma"]
+    ]
+    rows += [
+        f"* O{d['command']} {f['rule']}: {f['shown']}. Fix: {f['fix']}." for d in data["dma"] for f in d["findings"]
+    ]
     rows += ["", "| source line | cycles |", "|---|---|"]
     rows += [f"| {line} | {cycles} |" for line, cycles in data["cycles_by_line"].items()]
     return "\n".join(rows) + "\n"

@@ -51,25 +51,16 @@ def hbm_stats(addresses: ArrayLike, size: int) -> HbmStats:
     1.0
     """
     starts = byte_addresses(addresses, RNGD.hbm_bytes_per_chip, "HBM address", size).ravel()
-    pieces = np.arange(-(-size // UNIT)) * UNIT  # each access's requests, from its first byte
-    request = (starts[:, None] + pieces).ravel()
-    length = np.tile(np.minimum(UNIT, size - pieces), len(starts))
-    first, last = request // UNIT, (request + length - 1) // UNIT
-    crossing = last > first
-    counts = 1 + crossing
-    units = np.repeat(first, counts)
-    units[np.cumsum(counts)[crossing] - 1] += 1  # a crossing request's second unit, right after its first
+    request, length = split_requests(starts, size)
+    units, crossing = hbm_units(request, length)
     place = hbm_place(units * UNIT)
-    bank, row = place.bank_id, place.row
-    order = np.argsort(bank, kind="stable")  # each bank's transfers, still in stream order
-    bank, row = bank[order], row[order]
-    again = bank[1:] == bank[:-1]
-    repeats, switches = int(again.sum()), int((again & (row[1:] != row[:-1])).sum())
+    switch, repeat = row_switches(place.bank_id, place.row)
+    repeats, switches = int(repeat.sum()), int(switch.sum())
     return HbmStats(
         requests=len(request),
         unaligned=int((request % UNIT != 0).sum()),
         crossing=int(crossing.sum()),
-        partial=int(((request % UNIT != 0) | ((request + length) % UNIT != 0)).sum()),
+        partial=int(partial(request, length).sum()),
         transfers=len(units),
         channels_touched=len(np.unique(place.channel_id)),
         stack_toggles=len(np.unique(place.stack)) == RNGD.hbm_stacks_per_chip,
@@ -77,6 +68,60 @@ def hbm_stats(addresses: ArrayLike, size: int) -> HbmStats:
         row_switches=switches,
         row_switch_share=switches / repeats if repeats else 0.0,
     )
+
+
+def split_requests(starts: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(start, length) of the requests `size`-byte accesses at `starts` split into: at most 256 bytes each,
+    counted from each access's first byte, as the DMA splits a packet.
+
+    >>> [r.tolist() for r in split_requests(np.array([0, 1000]), 300)]
+    [[0, 256, 1000, 1256], [256, 44, 256, 44]]
+    """
+    pieces = np.arange(-(-size // UNIT)) * UNIT
+    return (starts[:, None] + pieces).ravel(), np.tile(np.minimum(UNIT, size - pieces), len(starts))
+
+
+def partial(request: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Which requests leave part of a 256-byte unit they touch: written, each such unit is read, modified and
+    written back.
+
+    >>> partial(np.array([0, 0, 8]), np.array([256, 128, 248])).tolist()
+    [False, True, True]
+    """
+    return (request % UNIT != 0) | ((request + length) % UNIT != 0)
+
+
+def hbm_units(request: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the 256-byte units the requests move, in order; which requests cross a unit boundary). A crossing
+    request moves two units, the second right after the first.
+
+    >>> [r.tolist() for r in hbm_units(np.array([0, 250]), np.array([256, 16]))]
+    [[0, 0, 1], [False, True]]
+    """
+    first, last = request // UNIT, (request + length - 1) // UNIT
+    crossing = last > first
+    counts = 1 + crossing
+    units = np.repeat(first, counts)
+    units[np.cumsum(counts)[crossing] - 1] += 1
+    return units, crossing
+
+
+def row_switches(bank: np.ndarray, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(which transfers switch their bank's open row; which find their bank already used), in input order.
+
+    A bank keeps its last row open, so what counts is the bank's own previous transfer, not the stream's.
+
+    >>> [r.tolist() for r in row_switches(np.array([0, 1, 0, 0]), np.array([5, 5, 6, 6]))]
+    [[False, False, True, False], [False, False, True, True]]
+    """
+    order = np.argsort(bank, kind="stable")  # each bank's transfers, still in stream order
+    again = np.zeros(len(bank), bool)
+    again[1:] = bank[order][1:] == bank[order][:-1]
+    switch = again.copy()
+    switch[1:] &= row[order][1:] != row[order][:-1]
+    out_switch, out_again = np.empty_like(switch), np.empty_like(again)
+    out_switch[order], out_again[order] = switch, again
+    return out_switch, out_again
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,7 +114,7 @@ def dma_loops(src: Layout, dst: Layout, what: str, whole: bool = True) -> tuple[
         if f.atom == BC and f.m > 1:
             loops.append((position, Loop(f.m, 0, dst.bit_stride(i, position))))
     ordered = [loop for _, loop in sorted(loops, key=lambda item: -item[0])]
-    packet, loops = _packet(_coalesce(ordered), dst.dtype, what)
+    packet, loops = _interleave_dmns(*_packet(_coalesce(ordered), dst.dtype, what), src, dst)
     loops = [
         Loop(loop.size, to_bytes(loop.src, dst.dtype, what), to_bytes(loop.dst, dst.dtype, what)) for loop in loops
     ]
@@ -166,6 +166,28 @@ def _packet(loops: list[Loop], dtype: DType, what: str) -> tuple[int, list[Loop]
             loops.append(Loop(count // best, packet, packet))
     loops = _split_iterations(loops)
     return packet, loops
+
+
+def _interleave_dmns(packet: int, loops: list[Loop], src: Layout, dst: Layout) -> tuple[int, list[Loop]]:
+    """The loops stepping DM slices (and clusters and chips) moved innermost, inside a loop over the
+    packet's 256-byte pieces: consecutive requests then go to other slices, so they take turns between
+    DMNs, each of which moves only 128 bytes a cycle (dma-engine.md, Example 2: `stride0 = 256` with the
+    slice and DMN loops innermost). Packet and strides in bits; a packet that is not a whole number of
+    256-byte pieces (splitting it would make partial writes of whole ones), or a descriptor left without
+    room for the piece loop, keeps its packet."""
+
+    def steps_slices(loop: Loop) -> bool:
+        sides = ((src, loop.src), (dst, loop.dst))
+        return any(len(side.levels) == 4 and side.spatial(stride // 8) for side, stride in sides)
+
+    spread = [loop for loop in loops if steps_slices(loop)]
+    if not spread:
+        return packet, loops
+    inside = [loop for loop in loops if not steps_slices(loop)]
+    piece = RNGD.dma_burst_bytes * 8
+    if packet > piece and packet % piece == 0 and len(inside) < RNGD.dma_max_loops:
+        return piece, [*inside, Loop(packet // piece, piece, piece), *spread]
+    return packet, [*inside, *spread]
 
 
 def _split_iterations(loops: list[Loop]) -> list[Loop]:
