@@ -76,7 +76,7 @@ class DmaCost:
     dm_stalls: int  # that engine's cycles waiting for a DMN
     hbm: int  # the busiest HBM channel's cycles (0 without HBM)
     engines: int  # DMA engines the command spreads over
-    bottleneck: str  # "startup", "engine", "DMN" or "HBM"
+    bottleneck: str  # "engine", "DMN" or "HBM"
     read: Side
     write: Side
     packet: int
@@ -95,41 +95,37 @@ def dma_cost(read: Side, write: Side, packet: int) -> DmaCost:
     >>> dma_cost(hbm, other, 256).cycles  # the book's Example 1: 64 reads, 64 writes, startup
     628
     """
-    starts = {name: split_requests(side.address, packet)[0] for name, side in (("read", read), ("write", write))}
-    length = split_requests(read.address[:1], packet)[1] if len(read.address) else np.zeros(0, np.int64)
-    length = np.tile(length, len(read.address))
-    per_packet = len(length) // max(1, len(read.address))
-    chips = {name: np.repeat(side.chip, per_packet) for name, side in (("read", read), ("write", write))}
-    local = read if read.memory == "dm" else write
-    dm_side = "read" if read.memory == "dm" else "write"
-    if local.memory == "dm":
-        dmn = dm_place(starts[dm_side]).dmn_id
-        engine = chips[dm_side] * RNGD.dma_engines_per_chip + dmn // DMNS_PER_ENGINE
-    else:
+    pieces = -(-packet // UNIT)  # requests a packet splits into, the same on both sides
+    sides = {"read": read, "write": write}
+    starts = {name: split_requests(side.address, packet)[0] for name, side in sides.items()}
+    length = split_requests(read.address, packet)[1]
+    chips = {name: np.repeat(side.chip, pieces) for name, side in sides.items()}
+    places = {name: dm_place(starts[name]) for name, side in sides.items() if side.memory == "dm"}
+    local = next(iter(places), None)  # the source's when both sides are DM
+    if local is None:
         engine = chips["read"]
+    else:
+        engine = chips[local] * RNGD.dma_engines_per_chip + places[local].dmn_id // DMNS_PER_ENGINE
     order = np.lexsort((engine, rank_within(engine)))  # the engines' requests reach memory in turn
-    serial = 2 if read.memory == write.memory else 1
-    issue = np.bincount(engine) * serial
+    issue = np.bincount(engine) * (2 if read.memory == write.memory else 1)
     stalls = np.zeros_like(issue)
-    channel_cycles = np.zeros(0)
-    for name, side in (("read", read), ("write", write)):
-        if side.memory == "dm":
-            stalls = stalls + dmn_stalls(engine, dm_place(starts[name]), length, len(issue))
+    channels = (max(int(side.chip.max(initial=0)) for side in sides.values()) + 1) * CHANNELS
+    channel_cycles = np.zeros(channels)  # one memory on both sides: its reads, then its writes
+    for name in sides:
+        if name in places:
+            stalls += dmn_stalls(engine, places[name], length, len(issue))
         else:
-            busy = hbm_channel_cycles(chips[name][order], starts[name][order], length[order], name == "write")
-            size = max(len(busy), len(channel_cycles))
-            channel_cycles = _pad(channel_cycles, size) + _pad(busy, size)  # one memory: reads, then writes
+            channel_cycles += hbm_channel_cycles(
+                chips[name][order], starts[name][order], length[order], name == "write", channels
+            )
     engine_time = issue + stalls
-    busiest = int(np.argmax(engine_time)) if len(engine_time) else 0
-    hbm = int(np.ceil(channel_cycles.max())) if len(channel_cycles) else 0
-    data = max(int(engine_time.max(initial=0)), hbm)
-    bottleneck = "startup" if data == 0 else "HBM" if hbm >= data and hbm > issue[busiest] else "engine"
-    if bottleneck == "engine" and stalls[busiest]:
-        bottleneck = "DMN"
+    busiest = int(np.argmax(engine_time))
+    hbm = int(np.ceil(channel_cycles.max()))
+    bottleneck = "HBM" if hbm > engine_time[busiest] else "DMN" if stalls[busiest] else "engine"
     return DmaCost(
-        cycles=RNGD.dma_startup_cycles + data,
-        issue=int(issue[busiest]) if len(issue) else 0,
-        dm_stalls=int(stalls[busiest]) if len(stalls) else 0,
+        cycles=RNGD.dma_startup_cycles + max(int(engine_time[busiest]), hbm),
+        issue=int(issue[busiest]),
+        dm_stalls=int(stalls[busiest]),
         hbm=hbm,
         engines=int((np.bincount(engine) > 0).sum()),
         bottleneck=bottleneck,
@@ -142,10 +138,6 @@ def dma_cost(read: Side, write: Side, packet: int) -> DmaCost:
 def side_stats(side: Side, packet: int) -> HbmStats | DmStats:
     """`memsys.stats` of one side's packets."""
     return hbm_stats(side.address, packet) if side.memory == "hbm" else dm_stats(side.address, packet)
-
-
-def _pad(array: np.ndarray, size: int) -> np.ndarray:
-    return np.pad(array, (0, max(0, size - len(array))))
 
 
 def rank_within(group: np.ndarray) -> np.ndarray:
@@ -200,8 +192,11 @@ def distinct_per(group: np.ndarray, value: np.ndarray, groups: int) -> np.ndarra
     return np.bincount(pairs[first] // (int(value.max(initial=0)) + 1), minlength=groups)
 
 
-def hbm_channel_cycles(chip: np.ndarray, request: np.ndarray, length: np.ndarray, write: bool) -> np.ndarray:
-    """Cycles each HBM channel (chip-major, 32 a chip) spends on the requests, in the order they arrive."""
+def hbm_channel_cycles(
+    chip: np.ndarray, request: np.ndarray, length: np.ndarray, write: bool, channels: int
+) -> np.ndarray:
+    """Cycles each of `channels` HBM channels (chip-major, 32 a chip) spends on the requests, in the order
+    they arrive."""
     units, crossing = hbm_units(request, length)
     counts = 1 + crossing
     place = hbm_place(units * UNIT)
@@ -214,8 +209,8 @@ def hbm_channel_cycles(chip: np.ndarray, request: np.ndarray, length: np.ndarray
         moving = np.where(
             np.repeat(partial(request, length), counts), UNIT_CYCLES * RNGD.hbm_partial_write_factor, moving
         )
-    data = np.bincount(channel, weights=moving)
-    switching = np.bincount(channel, weights=switch * float(RNGD.hbm_row_switch_cycles), minlength=len(data))
+    data = np.bincount(channel, weights=moving, minlength=channels)
+    switching = np.bincount(channel, weights=switch * float(RNGD.hbm_row_switch_cycles), minlength=channels)
     return np.maximum(data, switching)
 
 
@@ -226,14 +221,15 @@ def tccd_factors(channel: np.ndarray, slice_: np.ndarray, bank_group: np.ndarray
     >>> tccd_factors(np.array([0, 0, 1, 1, 2]), np.array([0, 0, 0, 1, 0]), np.array([0, 1, 2, 2, 3])).tolist()
     [1.0, 1.5, 2.0]
     """
-    channels = int(channel.max(initial=-1)) + 1
-    groups = RNGD.hbm_bank_groups_per_slice
-    slots = np.unique((channel * RNGD.hbm_slices_per_channel + slice_) * groups + bank_group)
-    per_slice = np.bincount(slots // groups, minlength=channels * RNGD.hbm_slices_per_channel)
-    slices = np.bincount(np.unique(slots // groups) // RNGD.hbm_slices_per_channel, minlength=channels)
-    many_groups = per_slice.reshape(channels, -1).max(axis=1) > 1
-    return np.where(
-        many_groups,
-        TCCD_FACTOR["bank groups"],
-        np.where(slices > 1, TCCD_FACTOR["slices"], TCCD_FACTOR["one bank group"]),
+    channels, slices, groups = (
+        int(channel.max(initial=-1)) + 1,
+        RNGD.hbm_slices_per_channel,
+        RNGD.hbm_bank_groups_per_slice,
+    )
+    slot = (channel * slices + slice_) * groups + bank_group
+    seen = (np.bincount(slot, minlength=channels * slices * groups) > 0).reshape(channels, slices, groups)
+    many_groups = (seen.sum(axis=2) > 1).any(axis=1)
+    many_slices = seen.any(axis=2).sum(axis=1) > 1
+    return np.select(
+        [many_groups, many_slices], [TCCD_FACTOR["bank groups"], TCCD_FACTOR["slices"]], TCCD_FACTOR["one bank group"]
     )
