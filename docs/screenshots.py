@@ -160,7 +160,8 @@ def main() -> int:
                 page = open_view(browser, url)
                 written.append(shoot(page, "mnist-schedule.png"))
                 # Step 4: the store of the logits (O51) waits for the main context's last add (O48).
-                page.evaluate("window.viewerApi.setRange(5000, 10867)")
+                end = json.loads(before["schedule"].read_text())["makespan"]
+                page.evaluate(f"window.viewerApi.setRange(5000, {end})")
                 click(page, "T19")
                 written.append(shoot(page, "mnist-dma-waits-for-main.png"))
                 # The bias load (O39) reuses DM bytes the sub context was still reading.

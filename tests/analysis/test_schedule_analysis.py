@@ -82,7 +82,7 @@ def test_upstream_shape_loads():
 
 def test_our_schedule_loads_with_its_own_makespan_and_sources():
     loaded = parse_schedule(gemm_data())
-    assert loaded.kernel == "base_template.kernel.gemm_kernel.gemm_kernel" and loaded.makespan == 26620
+    assert loaded.kernel == "base_template.kernel.gemm_kernel.gemm_kernel" and loaded.makespan == 72359
     assert {i.source for i in loaded.instructions} >= {line_of("a = a.to_dm"), line_of("return out.to_hbm")}
 
 
@@ -157,13 +157,13 @@ def test_summary_cli_on_gemm(tmp_path, capsys):
     path = write(tmp_path, "gemm.json", gemm_data())
     assert main(["schedule", "summary", path]) == 0
     out = capsys.readouterr().out
-    assert "makespan 26620 cycles, 13 instructions" in out and "98.0%" in out  # TDMA is the bottleneck
-    assert f"{line_of('return out.to_hbm')} │  16884" in out
+    assert "makespan 72359 cycles, 13 instructions" in out and "99.2%" in out  # TDMA is the bottleneck
+    assert f"{line_of('return out.to_hbm')} │  68767" in out
     assert main(["schedule", "summary", path, "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
-    assert document["makespan"] == 26620 and document["counts"]["DmaLoad"] == 2
-    assert document["lanes"][-1] == {"lane": "TDMA", "busy": 26076, "idle": 544, "busy_share": 0.9796}
-    assert document["longest"][0]["name"] == "O12" and document["lines"][0]["cycles"] == 16884
+    assert document["makespan"] == 72359 and document["counts"]["DmaLoad"] == 2
+    assert document["lanes"][-1] == {"lane": "TDMA", "busy": 71815, "idle": 544, "busy_share": 0.9925}
+    assert document["longest"][0]["name"] == "O12" and document["lines"][0]["cycles"] == 68767
 
 
 # ---- critical path ------------------------------------------------------------------------------------
@@ -223,11 +223,11 @@ def test_gaps_cli(tmp_path, capsys):
     assert main(["schedule", "gaps", path, "--lane", "Main", "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert [(g["begin"], g["end"], g["ended_by"] and g["ended_by"]["name"]) for g in document["gaps"]] == [
-        (9736, 26620, None),
-        (0, 9192, "O9"),
+        (3592, 72359, None),
+        (0, 3048, "O9"),
     ]
     assert main(["schedule", "gaps", path, "--lane", "PDMA"]) == 0  # a viewer lane gemm leaves idle
-    assert "PDMA │     0 │ 26620 │  26620 │ end" in capsys.readouterr().out
+    assert "PDMA │     0 │ 72359 │  72359 │ end" in capsys.readouterr().out
     assert main(["schedule", "gaps", path, "--lane", "Mian"]) == 1
     assert "unknown lane `Mian`; lanes: Main, Sub, VE, TDMA, PDMA, Core" in capsys.readouterr().err
 
@@ -244,7 +244,7 @@ def test_diff_of_a_schedule_with_itself_is_empty():
 def test_diff_of_gemm_with_one_mapping_changed(tmp_path, capsys):
     before, after = parse_schedule(gemm_data()), parse_schedule(gemm_variant(tmp_path))
     result = diff(before, after)
-    assert result.makespan.before == 26620 and result.makespan.delta > 0
+    assert result.makespan.before == 72359 and result.makespan.delta > 0
     assert not result.added and not result.removed  # the same instructions, from the same lines
     loads = {line_of("a = a.to_dm"), line_of("b = b.to_dm")}
     assert loads <= {c.name for c in result.lines if c.delta > 0}  # the loads to both clusters take longer
@@ -252,7 +252,7 @@ def test_diff_of_gemm_with_one_mapping_changed(tmp_path, capsys):
     a, b = write(tmp_path, "a.json", gemm_data()), write(tmp_path, "b.json", gemm_variant(tmp_path / "again"))
     assert main(["schedule", "diff", a, b]) == 0
     out = capsys.readouterr().out
-    assert f"makespan 26620 → {after.makespan} cycles (+{result.makespan.delta}" in out
+    assert f"makespan 72359 → {after.makespan} cycles (+{result.makespan.delta}" in out
     assert main(["schedule", "diff", a, b, "--json"]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["makespan"]["delta"] == result.makespan.delta

@@ -2,9 +2,9 @@
 access patterns of the book's examples (moving-tensors/dma-engine.md, Examples 4 and 5; memory-performance.md)
 reproduce its figures, and what the book calls a pathology costs what it says and is reported with its fix.
 
-The schedule's estimate (test_schedule.py pins Examples 1–3 there: 628, 66,036, 131,572) does not read
-these prices yet; `--dump-summary` and the schedule JSON report them beside it. These tests time the compiled
-commands; nothing moves data (Example 4 reads 128 MiB).
+The schedule's estimate is this price (test_schedule.py pins Examples 1–3 there: 628, 66,036, 131,572);
+`--dump-summary` and the schedule JSON report what decides it. These tests time the compiled commands;
+nothing moves data (Example 4 reads 128 MiB).
 """
 
 import math
@@ -14,20 +14,18 @@ import pytest
 from furiosa_opt import *
 from furiosa_opt.backend.trace import trace
 from furiosa_opt.compiler.lower import lower
-from furiosa_opt.compiler.resource import memory_prices
+from furiosa_opt.compiler.resource import cost
 from furiosa_opt.compiler.schedule import schedule, summary
 from furiosa_opt.memsys.findings import findings
 
 
 def dmas(kernel):
     """(command, memory model price) of each Tensor DMA of the kernel, in program order."""
-    lir = lower(trace(kernel)[0])
-    prices = memory_prices(lir)
-    return [(c, prices[c.index]) for c in lir.commands if c.index in prices]
+    return [(item.command, item.price) for item in cost(lower(trace(kernel)[0])) if item.price]
 
 
 def flat_model(command) -> int:
-    """The schedule's estimate of an HBM → DM move: one request (≤ 256 bytes of a packet) a cycle, plus startup."""
+    """The estimate before the memory model: one request (≤ 256 bytes of a packet) a cycle, plus startup."""
     dma = command.dma
     return math.prod(loop.size for loop in dma.loops) * -(-dma.packet // 256) + 500
 
@@ -120,7 +118,9 @@ def test_the_compile_summary_reports_every_dma_with_its_findings():
     plan = schedule(lower(trace(rows_conflict)[0]))
     (dma,) = summary(plan)["dma"]
     assert dma["route"] == "HBM→DM" and dma["bottleneck"] == "HBM" and dma["engines"] == 8
-    assert dma["estimate"] == 524_288 + 500 and dma["cycles"] == pytest.approx(655_860, rel=0.05)
+    assert dma["cycles"] == pytest.approx(655_860, rel=0.05)
+    (slot,) = [s for s in plan.slots if s.costed.price]
+    assert slot.end - slot.start == dma["cycles"]  # the schedule prices the DMA by the same model
     assert dma["read"]["channels"] == 32 and dma["read"]["row_conflict_share"] > 0.99
     assert dma["write"]["memory"] == "dm" and dma["write"]["dmns"] == 16
     assert [f["rule"] for f in dma["findings"]] == ["hbm-row-conflicts"]

@@ -191,8 +191,8 @@ def test_program_order_on_the_dma_context_costs_gemm_its_overlap():
 
     edf = read_edf(_rewrite(edf_bytes(KERNELS["gemm"]), program_order))
     timing = simulate(edf)
-    assert timing.makespan == 26620 + 544  # the 544-cycle TRF load now runs after both DMA loads
-    assert compare(edf, timing).startswith("command 1 (to_dm on tdma) starts at cycle 0 in the simulation and 4596")
+    assert timing.makespan == 72359 + 544  # the 544-cycle TRF load now runs after both DMA loads
+    assert compare(edf, timing).startswith("command 1 (to_dm on tdma) starts at cycle 0 in the simulation and 1524")
 
 
 def test_the_simulator_command_writes_a_trace(tmp_path):
@@ -206,6 +206,6 @@ def test_the_simulator_command_writes_a_trace(tmp_path):
         [sys.executable, "-m", "furiosa_opt.sim", *args], cwd=tmp_path, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    assert "dot_product_kernel: 1722 simulated cycles (equal" in done.stderr
+    assert "dot_product_kernel: 2003 simulated cycles (equal" in done.stderr
     assert (tmp_path / "out.bin").read_bytes() == expected[0]
     assert json.loads((tmp_path / "trace.json").read_text())["simulated"] is True

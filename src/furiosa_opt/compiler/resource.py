@@ -1,8 +1,11 @@
 """ResourceLir: each LIR command with the resources it occupies and its cost in cycles.
 
-Every number comes from `arch.RNGD`; every formula is written out in docs/cost-model.md. The model
-reproduces the DMA examples of the book (HBM→HBM 628, HBM→DM 66,036, DM→DM same cluster 131,572
-cycles) and estimates Tensor Unit pipelines from their fetch, flit and commit counts.
+Every number comes from `arch.RNGD`; every formula is written out in docs/cost-model.md. A Tensor DMA is
+priced by the memory model from its own address streams (`memsys.dma`: its engines, DMNs, DM slices and
+HBM channels, which reproduces the book's DMA examples: HBM→HBM 628, HBM→DM 66,036, DM→DM 131,572, the row
+conflicts of Example 4, the missing stack bit of Example 5); a Tensor Unit pipeline from its fetch, flit
+and commit counts and the DM banks its fetch and commit hold. A command's cycles are its latency plus
+the largest of these loads, which is its time alone; `shared` keeps the loads for the simulator.
 """
 
 from __future__ import annotations
@@ -50,20 +53,17 @@ class Costed:
     route: str = ""  # DMA route, for the summary
     moved: int = 0  # bytes a DMA moves
     notes: list[str] = field(default_factory=list)
+    price: DmaCost | None = None  # a Tensor DMA's memory-model price, which `cycles` is
+    latency: int = 0  # cycles before the command's work starts (DMA startup, pipeline fill)
+    # Cycles each shared unit spends on the command alone, by kind ("dma engine", "hbm channel" chip-major;
+    # "dm bank": the 16 banks of a slice). `cycles` is the latency plus the work, which is at least each of
+    # these; the simulator shares them between commands that run at once (`sim.timing`).
+    shared: dict[str, np.ndarray] = field(default_factory=dict)
 
-
-def _dma_cycles(command: Command, source: Buffer, target: Buffer) -> tuple[int, int]:
-    """(cycles, bytes): packets split into 256-byte bursts, one request a cycle, plus the command
-    startup; HBM↔DM pipelines reads and writes, HBM→HBM and DM→DM pay them in series."""
-    dma = command.dma
-    packets = math.prod(loop.size for loop in dma.loops)
-    bursts = packets * -(-dma.packet // RNGD.dma_burst_bytes)
-    reads, writes = bursts, bursts
-    if target.memory == "dram" and dma.packet % RNGD.dma_burst_bytes:
-        writes += packets  # a partial 256-byte block is read, modified and written back
-    serial = source.memory == target.memory
-    busy = reads + writes if serial else max(reads, writes)
-    return busy + RNGD.dma_startup_cycles, packets * dma.packet
+    @property
+    def work(self) -> int:
+        """Cycles after the latency, alone: the slowest of the command's stages and shared units."""
+        return self.cycles - self.latency
 
 
 def memory_side(buffer: Buffer, addresses: np.ndarray) -> Side:
@@ -80,17 +80,6 @@ def dma_cost_of(command: Command, source: Buffer, target: Buffer) -> DmaCost:
     dma = command.dma
     src, dst = walk_dma(dma.src_base, dma.dst_base, dma.packet, dma.loops, dma.packet)
     return dma_cost(memory_side(source, src), memory_side(target, dst), dma.packet)
-
-
-def memory_prices(lir: Lir) -> dict[int, DmaCost]:
-    """The memory model's price of each Tensor DMA command, by command index. Reported beside the schedule's
-    estimate (`--dump-summary`, the schedule JSON); the schedule does not use it yet."""
-    buffers = {b.name: b for b in lir.buffers}
-    return {
-        c.index: dma_cost_of(c, buffers[c.inputs[0]], buffers[c.outputs[0]])
-        for c in lir.commands
-        if c.kind == "dma" and c.context == "tdma"
-    }
 
 
 def _indirect_cycles(command: Command) -> tuple[int, int]:
@@ -140,8 +129,8 @@ ENGINE_CYCLES = {  # engines with a latency of their own
 }
 
 
-def _exec_cycles(command: Command, element_bytes: int) -> int:
-    """max(fetch, flits, commit, switch, transpose) + the pipeline fill: the stages stream concurrently."""
+def _pipeline_cycles(command: Command, element_bytes: int) -> int:
+    """max(fetch, flits, commit, switch, transpose): the stages stream concurrently."""
     time, packet = _steps(command.fetch)
     fetch = time * max(1, -(-packet * element_bytes // command.fetch.access))
     flits = time * max(1, -(-packet * element_bytes // RNGD.flit_bytes))
@@ -150,7 +139,31 @@ def _exec_cycles(command: Command, element_bytes: int) -> int:
         out_time, out_packet = _steps(command.commit)
         commit = out_time * max(1, -(-out_packet * element_bytes // command.commit.access))
     engines = [ENGINE_CYCLES[e.stage](e) for e in command.engines if e.stage in ENGINE_CYCLES]
-    return max(fetch, flits, commit, *engines) + PIPELINE_FILL
+    return max(fetch, flits, commit, *engines)
+
+
+def bank_cycles(sequencer: Sequencer, memory: int, element_bytes: int, accesses: int, sample: int = 4096) -> np.ndarray:
+    """Cycles each of a slice's DM banks spends on a fetch or commit stream of `accesses` accesses (every
+    slice runs the same stream): an access holds each bank its bytes fall in for a cycle, in the shares of
+    the stream's first `sample` accesses."""
+    step = max(1, sequencer.access // element_bytes)
+    word = walk_sequencer(sequencer, memory, sample * step)[::step] // RNGD.dm_bank_width_bytes
+    words = -(-sequencer.access // RNGD.dm_bank_width_bytes)
+    held = (np.arange(RNGD.dm_banks_per_slice) - word[:, None]) % RNGD.dm_banks_per_slice < words
+    return held.sum(axis=0) * (accesses / max(len(word), 1))
+
+
+def exec_bank_cycles(command: Command, element_bytes: int) -> np.ndarray:
+    """Cycles each DM bank of a slice spends on an exec command's fetch and commit streams."""
+    time, packet = _steps(command.fetch)
+    held = bank_cycles(
+        command.fetch, 1, element_bytes, time * max(1, -(-packet * element_bytes // command.fetch.access))
+    )
+    if command.commit is not None:
+        out_time, out_packet = _steps(command.commit)
+        accesses = out_time * max(1, -(-out_packet * element_bytes // command.commit.access))
+        held = held + bank_cycles(command.commit, 0, element_bytes, accesses)
+    return held
 
 
 def same_bank_run(sequencer: Sequencer, element_bytes: int, limit: int = 4096) -> int:
@@ -180,9 +193,16 @@ def cost(lir: Lir) -> list[Costed]:
                 cycles, moved = _pcie_cycles(command)
                 out.append(Costed(command, cycles, ("pdma",), ("PcieDma",), "DmaPcie", route, moved))
                 continue
-            cycles, moved = _dma_cycles(command, source, target)
+            price = dma_cost_of(command, source, target)
+            moved = math.prod(loop.size for loop in command.dma.loops) * command.dma.packet
             tpe = {"HBM→DM": "DmaLoad", "DM→HBM": "DmaStore"}.get(route, "Dma")
-            out.append(Costed(command, cycles, ("tdma",), ("DmaEngine",), tpe, route, moved))
+            shared = {
+                "dma engine": price.engine_cycles,
+                "hbm channel": price.channel_cycles,
+                "dm bank": np.full(RNGD.dm_banks_per_slice, price.slice_cycles),  # a DMA request holds all 16
+            }
+            out.append(Costed(command, price.cycles, ("tdma",), ("DmaEngine",), tpe, route, moved, price=price,
+                              latency=RNGD.dma_startup_cycles, shared=shared))  # fmt: skip
             continue
         if command.kind == "indirect":  # one row move per index cell, on the DMA engines
             cycles, moved = _indirect_cycles(command)
@@ -200,13 +220,15 @@ def cost(lir: Lir) -> list[Costed]:
             out.append(Costed(command, cycles, ("sub",), ("SubContext",), "Sub"))
             continue
         element_bytes = max(1, dtype_by_name(buffers[command.inputs[0]].dtype).bits // 8)
-        cycles = _exec_cycles(command, element_bytes)
+        banks = exec_bank_cycles(command, element_bytes)
+        cycles = PIPELINE_FILL + max(_pipeline_cycles(command, element_bytes), math.ceil(banks.max()))
         uses_ve = any(e.stage in VECTOR for e in command.engines)  # the stage table's Vector Engine stages
         resources = [command.context] + (["ve"] if uses_ve else [])
         contexts = ["MainContext" if command.context == "main" else "SubContext"] + (
             ["VectorEngine"] if uses_ve else []
         )
-        costed = Costed(command, cycles, tuple(resources), tuple(contexts), command.context.capitalize())
+        costed = Costed(command, cycles, tuple(resources), tuple(contexts), command.context.capitalize(),
+                        latency=PIPELINE_FILL, shared={"dm bank": banks})  # fmt: skip
         run = same_bank_run(command.fetch, element_bytes)
         if run >= RNGD.bank_starvation_accesses:  # the 64-access rule: no DMA may run beside it
             costed.resources += ("tdma",)

@@ -20,7 +20,6 @@ from furiosa_opt.compiler.resource import (
     Costed,
     cost,
     inter_slice_reduce_cycles,
-    memory_prices,
     switch_cycles,
     transpose_cycles,
 )
@@ -249,7 +248,6 @@ def schedule_json(plan: Schedule) -> dict:
     instructions = []
     lifetimes: dict[str, list[int]] = {}
     loop_of = {i: loop for loop in lir.loops for i in range(loop.first, loop.last + 1)}
-    prices = memory_prices(lir)
     for slot in plan.slots:
         command = slot.costed.command
         sync = command.kind == "sync"
@@ -266,7 +264,7 @@ def schedule_json(plan: Schedule) -> dict:
                 "input_tensors": [index_of[b] for b in command.inputs],
                 "output_tensors": [index_of[b] for b in command.outputs],
                 "source": command.loc,
-                **({"memory": report(prices[command.index])} if command.index in prices else {}),
+                **({"memory": report(slot.costed.price)} if slot.costed.price else {}),
             }
         )
         for name in [*command.inputs, *command.outputs]:
@@ -307,7 +305,6 @@ def summary(plan: Schedule) -> dict:
     """Makespan against its lower bound, lane utilisation, memory high-water, DMA routes and each DMA's
     memory report, hot lines."""
     lir = plan.lir
-    prices = memory_prices(lir)
     busy = {lane: 0 for lane in LANES.values()}
     routes: dict[str, int] = {}
     lines: dict[str, int] = {}
@@ -344,11 +341,10 @@ def summary(plan: Schedule) -> dict:
                 "command": s.costed.command.index,
                 "source": s.costed.command.loc,
                 "route": s.costed.route,
-                "estimate": s.costed.cycles,
-                **report(prices[s.costed.command.index]),
+                **report(s.costed.price),
             }
             for s in plan.slots
-            if s.costed.command.index in prices
+            if s.costed.price
         ],
         "cycles_by_line": dict(sorted(lines.items(), key=lambda kv: -kv[1])),
     }
@@ -384,11 +380,11 @@ def summary_markdown(data: dict) -> str:
     rows += [f"| {route} | {moved} |" for route, moved in data["dma_bytes_by_route"].items()]
     rows += [
         "",
-        "| DMA | route | estimate | memory model | bottleneck | read | write |",
-        "|---|---|---|---|---|---|---|",
+        "| DMA | route | cycles | bottleneck | read | write |",
+        "|---|---|---|---|---|---|",
     ]
     rows += [
-        f"| O{d['command']} {d['source']} | {d['route']} | {d['estimate']} | {d['cycles']} | {d['bottleneck']} | "
+        f"| O{d['command']} {d['source']} | {d['route']} | {d['cycles']} | {d['bottleneck']} | "
         f"{side_text(d['read'])} | {side_text(d['write'])} |"
         for d in data["dma"]
     ]

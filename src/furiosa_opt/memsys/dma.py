@@ -11,6 +11,7 @@ longest of:
   request, so requests must take turns between the pair's two DMNs to keep one a cycle ("DMN and Slice
   Interleaving"); a run to one DMN is absorbed only as far as its slices' 2-entry queues reach
   (`dmn_stalls`);
+* the busiest DM slice: its DMN moves its requests 128 bytes a cycle, while they hold all 16 of its banks;
 * the busiest HBM channel: the longer of its data and its row switches. Data: a 256-byte unit takes 4
   channel cycles at 0.75 GHz (16/3 at 1 GHz), a partial write `hbm_partial_write_factor` units
   (read-modify-write), a read crossing a unit boundary two units; a channel whose transfers never leave
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from furiosa_opt.arch import RNGD
-from furiosa_opt.memsys.dm import DMNS, DmPlace, dm_place
+from furiosa_opt.memsys.dm import DMNS, SLICES, DmPlace, dm_place
 from furiosa_opt.memsys.hbm import BANKS, CHANNELS, hbm_place
 from furiosa_opt.memsys.stats import (
     UNIT,
@@ -77,6 +78,11 @@ class DmaCost:
     hbm: int  # the busiest HBM channel's cycles (0 without HBM)
     engines: int  # DMA engines the command spreads over
     bottleneck: str  # "engine", "DMN" or "HBM"
+    # What each shared unit spends on the command alone (`cycles` is the startup plus the largest): the
+    # simulator shares these between commands that run at once (`sim.timing`).
+    engine_cycles: np.ndarray  # per DMA engine (chip-major, 8 a chip): issue and DMN stalls
+    channel_cycles: np.ndarray  # per HBM channel (chip-major, 32 a chip)
+    slice_cycles: int  # the busiest DM slice's cycles of DMN transfers, all 16 banks held for each
     read: Side
     write: Side
     packet: int
@@ -118,12 +124,25 @@ def dma_cost(read: Side, write: Side, packet: int) -> DmaCost:
             channel_cycles += hbm_channel_cycles(
                 chips[name][order], starts[name][order], length[order], name == "write", channels
             )
+    dm_slices = [chips[name] * SLICES + place.slice_id for name, place in places.items()]
+    transfers = -(-length // RNGD.dm_bytes_per_dmn_cycle)  # a DMN's cycles for each request
+    slice_busy = np.bincount(np.concatenate([np.zeros(0, np.int64), *dm_slices]),
+                             weights=np.tile(transfers, len(dm_slices)))  # fmt: skip
     engine_time = issue + stalls
     busiest = int(np.argmax(engine_time))
     hbm = int(np.ceil(channel_cycles.max()))
-    bottleneck = "HBM" if hbm > engine_time[busiest] else "DMN" if stalls[busiest] else "engine"
+    slice_cycles = int(slice_busy.max(initial=0))
+    engine_busy = int(engine_time[busiest])
+    work = max(engine_busy, hbm, slice_cycles)
+    bottleneck = (
+        "HBM"
+        if hbm > max(engine_busy, slice_cycles)
+        else "DMN"
+        if stalls[busiest] or slice_cycles > engine_busy
+        else "engine"
+    )
     return DmaCost(
-        cycles=RNGD.dma_startup_cycles + max(int(engine_time[busiest]), hbm),
+        cycles=RNGD.dma_startup_cycles + work,
         issue=int(issue[busiest]),
         dm_stalls=int(stalls[busiest]),
         hbm=hbm,
@@ -132,6 +151,9 @@ def dma_cost(read: Side, write: Side, packet: int) -> DmaCost:
         read=read,
         write=write,
         packet=packet,
+        engine_cycles=engine_time,
+        channel_cycles=channel_cycles,
+        slice_cycles=slice_cycles,
     )
 
 
