@@ -79,6 +79,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/compile_scaling.py
 	$(BIN)/python benchmarks/schedule.py
 	$(BIN)/python benchmarks/simulator.py
+	$(BIN)/python benchmarks/timing.py
 	$(BIN)/python benchmarks/wrapper.py
 	$(BIN)/python benchmarks/viewer.py
 	$(BIN)/python benchmarks/mnist.py
