@@ -37,8 +37,9 @@ class Reporter:
     """Human lines on stderr, or one JSON object per line on stdout. On a terminal, a build of several
     kernels also shows a live progress bar naming the kernel in flight (`progress`), below the lines."""
 
-    def __init__(self, json_format: bool, live: bool | None = None):
+    def __init__(self, json_format: bool, live: bool | None = None, deny_warnings: bool = False):
         self.json = json_format
+        self.deny_warnings = deny_warnings  # `--deny warnings`: a warning fails its kernel like an error
         self.color = not json_format and sys.stderr.isatty() and "NO_COLOR" not in os.environ
         self.live = not json_format and sys.stderr.isatty() if live is None else live
 
@@ -195,7 +196,7 @@ def _dumps(options: argparse.Namespace) -> list[Path]:
 
 
 def run_compile(options: argparse.Namespace) -> int:
-    report = Reporter(options.message_format == "json")
+    report = Reporter(options.message_format == "json", deny_warnings=options.deny == "warnings")
     if options.visa is not None:
         return _compile_visa(options, report)
     chosen = selected_targets(options.package, options.filters, report)
@@ -283,8 +284,7 @@ def _build(target: Target, out: Path, options: argparse.Namespace, report: Repor
     except (cache.ArtifactError, OSError) as error:
         return _failed(report, identity, error)
     if _up_to_date(key, record, usable, options):
-        report.status("Fresh", identity, kernel=identity, success=True, cached=True)
-        return "fresh"
+        return _replay_warnings(identity, record, report)
     built = compile_target(target, report)
     if built is None:
         return "failed"
@@ -298,7 +298,8 @@ def _build(target: Target, out: Path, options: argparse.Namespace, report: Repor
         if not same_code:
             write_atomic(edf_path, result.edf)
         stored = edf_path.read_bytes() if same_code else result.edf
-        write_atomic(record_path, cache.record_for(key, artifact, stored, text, identity))
+        warnings = [d.record() for d in result.diagnostics if d.level == "warning"]
+        write_atomic(record_path, cache.record_for(key, artifact, stored, text, identity, warnings))
         _write_dumps(result, options)
     except OSError as error:
         return _failed(report, identity, error)
@@ -306,6 +307,22 @@ def _build(target: Target, out: Path, options: argparse.Namespace, report: Repor
     detail = "vISA unchanged, artifact kept" if same_code else _stats(result)
     report.status(verb, f"{identity} ({detail})", kernel=identity, success=True, cached=same_code)
     return "fresh" if same_code else "compiled"
+
+
+def _replay_warnings(identity: str, record: dict, report: Reporter) -> str:
+    """An up-to-date kernel: the warnings its build gave, again (as cargo replays a cached crate's), and
+    under `--deny warnings` a failure when there are any."""
+    try:
+        warnings = [Diagnostic.from_record(w) for w in record.get("warnings", [])]
+    except (TypeError, AttributeError):  # a record edited by hand: its warnings are not ours to show
+        warnings = []
+    for warning in warnings:
+        report.diagnostic(warning.denied() if report.deny_warnings else warning)
+    if warnings and report.deny_warnings:
+        report.status("Failed", identity, kernel=identity, success=False)
+        return "failed"
+    report.status("Fresh", identity, kernel=identity, success=True, cached=True)
+    return "fresh"
 
 
 def _failed(report: Reporter, identity: str, error: Exception) -> str:
@@ -341,6 +358,8 @@ def _stats(result: Compiled) -> str:
 
 
 def _report(result: Compiled, report: Reporter) -> bool:
+    if report.deny_warnings:
+        result.diagnostics = [d.denied() for d in result.diagnostics]
     for diagnostic in result.diagnostics:
         report.diagnostic(diagnostic)
     if not result.ok:

@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     compile_.add_argument("-p", "--package", action="append", default=[], metavar="PKG")
     compile_.add_argument("--message-format", choices=("human", "json"), default="human")
+    compile_.add_argument("--deny", choices=("warnings",), help="`--deny warnings`: a warning fails its kernel")
     compile_.add_argument("--visa", type=Path, metavar="FILE", help="compile hand-written vISA instead")
     compile_.add_argument("--dump-visa", type=Path, metavar="FILE", help="write the kernel's vISA text")
     compile_.add_argument("--dump-dfg", type=Path, metavar="FILE", help="write the vISA data-flow graph (msgpack)")

@@ -59,8 +59,9 @@ WRAPPER_HELP = """NPU builds of a command: furiosa-opt [-p|--package PKG]... <co
   run NAME|MODULE|FILE [args]  run a host program (NAME from [tool.furiosa-opt.bins]) on the NPU backend
   test [pytest args]           run the package's tests on the NPU backend
   bench [args]                 run the package's benches/*.py scripts (else pytest --benchmark-only [args])
-  build                        compile every kernel of the selected packages and say where the artifacts are
-  check                        compile and verify every kernel, writing nothing and running nothing
+  build [--deny warnings]      compile every kernel of the selected packages and say where the artifacts are
+  check [--deny warnings]      compile and verify every kernel, writing nothing and running nothing
+                               (`--deny warnings`: a warning, such as a DM bank starvation hazard, fails it)
   doc                          write a kernel catalogue (signatures, makespans, schedules)
   python … / pytest …          run the line on the NPU backend
 Before running, the kernels the command's files name are compiled (all of them when it names no file)."""
@@ -113,10 +114,15 @@ def run_wrapper(names: list[str], command: str, args: list[str]) -> int:
 
 
 def _run(names: list[str], command: str, args: list[str], signals: _Signals) -> int:
-    report = Reporter(json_format=False)
     if command in ("build", "check", "doc") and asks_help(args):
         print(WRAPPER_HELP)
         return 0
+    deny = command in ("build", "check") and args in (["--deny", "warnings"], ["--deny=warnings"])
+    if command in ("build", "check") and args and not deny:
+        print(f"error: furiosa-opt {command} takes no arguments but `--deny warnings`, got `{' '.join(args)}`",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    report = Reporter(json_format=False, deny_warnings=deny)
     if command == "run" and not args:
         print(f"error: `furiosa-opt run` needs NAME|MODULE|FILE\n\n{WRAPPER_HELP}", file=sys.stderr)
         return 2

@@ -414,10 +414,15 @@ def changes(kernel: KernelSource, package_root: Path, source_root: Path, out: Pa
     return explain(fast_key(kernel, package_root, source_root, data_files(record)), record, edf_path)
 
 
-def record_for(key: FastKey, artifact: str, edf: bytes, visa_text: str, identity: str = "") -> bytes:
+def record_for(
+    key: FastKey, artifact: str, edf: bytes, visa_text: str, identity: str = "", warnings: list[dict] | None = None
+) -> bytes:
+    """The record stored beside an artifact; `warnings` are the build's warning diagnostics (as records),
+    which an up-to-date build shows again."""
     record = {"fast_key": key.__dict__, "fast_digest": key.digest(), "artifact_key": artifact,
               "edf_sha256": digest(edf), "visa_sha256": digest(visa_text.encode()),
-              **({"identity": identity} if identity else {})}  # fmt: skip
+              **({"identity": identity} if identity else {}),
+              **({"warnings": warnings} if warnings else {})}  # fmt: skip
     return (json.dumps(record, sort_keys=True, indent=1) + "\n").encode()
 
 

@@ -7,7 +7,7 @@ import linecache
 import os
 import re
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from furiosa_opt.diagnostics import FuriosaOptError, VerifyError, is_internal
 from furiosa_opt.mapping.parse import MappingSyntaxError
@@ -35,8 +35,9 @@ class Diagnostic:
     level: str = "error"
 
     def rendered(self, color: bool = False) -> str:
-        red, blue, bold, reset = ("\x1b[31;1m", "\x1b[34;1m", "\x1b[1m", "\x1b[0m") if color else ("",) * 4
-        lines = [f"{red}{self.level}[{self.code}]{reset}{bold}: {self.message}{reset}"]
+        hue = "\x1b[33;1m" if self.level == "warning" else "\x1b[31;1m"
+        hue, blue, bold, reset = (hue, "\x1b[34;1m", "\x1b[1m", "\x1b[0m") if color else ("",) * 4
+        lines = [f"{hue}{self.level}[{self.code}]{reset}{bold}: {self.message}{reset}"]
         for span in self.spans:
             number = str(span.line)
             pad = " " * len(number)
@@ -48,17 +49,31 @@ class Diagnostic:
                 lines += [
                     f"{pad} {blue}|{reset}",
                     f"{blue}{number} |{reset} {source}",
-                    f"{pad} {blue}|{reset} {red}{caret}{reset} {span.label}".rstrip(),
+                    f"{pad} {blue}|{reset} {hue}{caret}{reset} {span.label}".rstrip(),
                 ]
         lines += [f"  = note: {note}" for note in self.notes]
         lines += [f"  = help: {text}" for text in self.help]
         return "\n".join(lines)
 
     def to_json(self) -> str:
-        record = asdict(self)
-        record["spans"] = [asdict(s) for s in self.spans]
+        record = self.record()
         record["rendered"] = self.rendered()
         return json.dumps(record, sort_keys=True)
+
+    def record(self) -> dict:
+        """The diagnostic as plain data (JSON-ready); `from_record` reads it back."""
+        return asdict(self)
+
+    @classmethod
+    def from_record(cls, record: dict) -> Diagnostic:
+        fields = {k: v for k, v in record.items() if k in cls.__dataclass_fields__}
+        return cls(**{**fields, "spans": [Span(**s) for s in record.get("spans", [])]})
+
+    def denied(self) -> Diagnostic:
+        """A warning turned into an error by `--deny warnings` (an error stays as it is)."""
+        if self.level != "warning":
+            return self
+        return replace(self, level="error", notes=[*self.notes, "`--deny warnings` turns this warning into an error"])
 
 
 def _shown(path: str) -> str:

@@ -18,6 +18,7 @@ from furiosa_opt.compiler import visa
 from furiosa_opt.compiler.cache import artifact_key
 from furiosa_opt.compiler.diagnostics import Diagnostic, Span, from_error
 from furiosa_opt.compiler.edf import write_edf
+from furiosa_opt.compiler.hazards import bank_starvation
 from furiosa_opt.compiler.lir import Lir
 from furiosa_opt.compiler.lower import lower
 from furiosa_opt.compiler.replay import replay
@@ -39,8 +40,13 @@ class Compiled:
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
+    def errors(self) -> list[Diagnostic]:
+        """The diagnostics that refuse the kernel (warnings do not, unless `--deny warnings` made them errors)."""
+        return [d for d in self.diagnostics if d.level == "error"]
+
+    @property
     def ok(self) -> bool:
-        return self.edf is not None and not self.diagnostics
+        return self.edf is not None and not self.errors
 
     @property
     def visa_text(self) -> str:
@@ -53,9 +59,10 @@ def _lir(result: Compiled, ir: visa.Kernel, root: Path | None) -> None:
 
 
 def _edf(result: Compiled, ir: visa.Kernel, root: Path | None) -> None:
-    """LIR → ResourceLir → schedule → EDF. The EDF's key is the vISA it was compiled from, so
-    compiling a dumped vISA gives the same bytes as compiling the Python."""
+    """LIR → ResourceLir → schedule (and the hazards it shows, as warnings) → EDF. The EDF's key is the
+    vISA it was compiled from, so compiling a dumped vISA gives the same bytes as compiling the Python."""
     result.plan = schedule(result.lir, env.scheduler())
+    result.diagnostics += bank_starvation(result.plan, ir.ops)
     device = f"chip={result.lir.chip},pe={result.lir.pe}"
     timings = [(s.costed.command.index, s.start, s.end) for s in result.plan.slots]
     result.edf = write_edf(
@@ -77,7 +84,7 @@ def _walk(result: Compiled, ir: visa.Kernel, root: Path | None) -> None:
         except FuriosaOptError as error:
             result.diagnostics.append(from_error(error, name, result.identity))
         result.seconds[name] = time.perf_counter() - start
-        if result.diagnostics:
+        if result.errors:
             return
 
 

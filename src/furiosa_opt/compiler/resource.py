@@ -31,10 +31,13 @@ from furiosa_opt.configs.records import EngineConfig
 from furiosa_opt.dtypes import dtype_by_name
 from furiosa_opt.memsys.dm import SLICES
 from furiosa_opt.memsys.dma import DmaCost, Side, dma_cost
+from furiosa_opt.memsys.stats import bank_runs
 from furiosa_opt.stages import VECTOR
 
 # Tensor Unit pipelines: cycles to fill the fetch → compute → commit pipe once (not documented upstream).
 PIPELINE_FILL = 32
+LANE_CONTEXTS = {"main": "MainContext", "sub": "SubContext", "tdma": "DmaEngine", "pdma": "PcieDma"}
+LANE_TYPES = {"main": "Main", "sub": "Sub", "tdma": "Dma", "pdma": "DmaPcie"}  # schedule-JSON instruction types
 ROUTE_NAMES = {
     ("dram", "sram"): "HBM→DM",
     ("sram", "dram"): "DM→HBM",
@@ -59,6 +62,9 @@ class Costed:
     # "dm bank": the 16 banks of a slice). `cycles` is the latency plus the work, which is at least each of
     # these; the simulator shares them between commands that run at once (`sim.timing`).
     shared: dict[str, np.ndarray] = field(default_factory=dict)
+    # A Tensor Unit command's longest run of consecutive accesses holding each DM bank of a slice (the
+    # 64-access rule: `compiler.hazards`); None for other commands.
+    runs: np.ndarray | None = None
 
     @property
     def work(self) -> int:
@@ -129,52 +135,46 @@ ENGINE_CYCLES = {  # engines with a latency of their own
 }
 
 
+def _accesses(sequencer: Sequencer, element_bytes: int) -> int:
+    """How many accesses a fetch or commit stream makes: its time steps times the accesses of a packet."""
+    time, packet = _steps(sequencer)
+    return time * max(1, -(-packet * element_bytes // sequencer.access))
+
+
+def _streams(command: Command) -> list[tuple[Sequencer, int]]:
+    """An exec command's DM streams with their walk's memory: the fetch (1) and the commit (0), if any."""
+    return [(command.fetch, 1)] + ([(command.commit, 0)] if command.commit is not None else [])
+
+
 def _pipeline_cycles(command: Command, element_bytes: int) -> int:
     """max(fetch, flits, commit, switch, transpose): the stages stream concurrently."""
     time, packet = _steps(command.fetch)
-    fetch = time * max(1, -(-packet * element_bytes // command.fetch.access))
     flits = time * max(1, -(-packet * element_bytes // RNGD.flit_bytes))
-    commit = 0
-    if command.commit is not None:
-        out_time, out_packet = _steps(command.commit)
-        commit = out_time * max(1, -(-out_packet * element_bytes // command.commit.access))
+    streams = [_accesses(sequencer, element_bytes) for sequencer, _ in _streams(command)]
     engines = [ENGINE_CYCLES[e.stage](e) for e in command.engines if e.stage in ENGINE_CYCLES]
-    return max(fetch, flits, commit, *engines)
+    return max(flits, *streams, *engines)
 
 
-def bank_cycles(sequencer: Sequencer, memory: int, element_bytes: int, accesses: int, sample: int = 4096) -> np.ndarray:
-    """Cycles each of a slice's DM banks spends on a fetch or commit stream of `accesses` accesses (every
-    slice runs the same stream): an access holds each bank its bytes fall in for a cycle, in the shares of
-    the stream's first `sample` accesses."""
+def held_banks(sequencer: Sequencer, memory: int, element_bytes: int, sample: int = 4096) -> np.ndarray:
+    """Which of a slice's 16 DM banks each of a fetch or commit stream's first `sample` accesses holds
+    (access × bank; every slice runs the same stream): an access holds each bank its bytes fall in."""
     step = max(1, sequencer.access // element_bytes)
     word = walk_sequencer(sequencer, memory, sample * step)[::step] // RNGD.dm_bank_width_bytes
     words = -(-sequencer.access // RNGD.dm_bank_width_bytes)
-    held = (np.arange(RNGD.dm_banks_per_slice) - word[:, None]) % RNGD.dm_banks_per_slice < words
-    return held.sum(axis=0) * (accesses / max(len(word), 1))
+    return (np.arange(RNGD.dm_banks_per_slice) - word[:, None]) % RNGD.dm_banks_per_slice < words
 
 
-def exec_bank_cycles(command: Command, element_bytes: int) -> np.ndarray:
-    """Cycles each DM bank of a slice spends on an exec command's fetch and commit streams."""
-    time, packet = _steps(command.fetch)
-    held = bank_cycles(
-        command.fetch, 1, element_bytes, time * max(1, -(-packet * element_bytes // command.fetch.access))
-    )
-    if command.commit is not None:
-        out_time, out_packet = _steps(command.commit)
-        accesses = out_time * max(1, -(-out_packet * element_bytes // command.commit.access))
-        held = held + bank_cycles(command.commit, 0, element_bytes, accesses)
-    return held
-
-
-def same_bank_run(sequencer: Sequencer, element_bytes: int, limit: int = 4096) -> int:
-    """The longest run of consecutive fetch accesses to one DM bank, over the first `limit` accesses."""
-    step = max(1, sequencer.access // element_bytes)
-    addresses = walk_sequencer(sequencer, 1, limit * step)  # only the accesses the rule looks at
-    banks = addresses[::step][:limit] // RNGD.dm_bank_width_bytes % RNGD.dm_banks_per_slice
-    if len(banks) < 2:
-        return len(banks)
-    edges = np.concatenate([[-1], np.flatnonzero(np.diff(banks) != 0), [len(banks) - 1]])
-    return int(np.diff(edges).max())
+def exec_banks(command: Command, element_bytes: int) -> tuple[np.ndarray, np.ndarray]:
+    """What an exec command's fetch and commit streams do to each DM bank of a slice, from each stream's
+    first 4096 accesses: the cycles it is held (an access holds its banks for a cycle, scaled to the whole
+    stream) and the longest run of consecutive accesses holding it (the larger of the fetch's and the
+    commit's: one pipeline, each held back by the other)."""
+    cycles, runs = np.zeros(RNGD.dm_banks_per_slice), np.zeros(RNGD.dm_banks_per_slice, np.int64)
+    for sequencer, memory in _streams(command):
+        held = held_banks(sequencer, memory, element_bytes)
+        cycles = cycles + held.sum(axis=0) * (_accesses(sequencer, element_bytes) / max(len(held), 1))
+        runs = np.maximum(runs, bank_runs(held, np.zeros(len(held), np.int64)))
+    return cycles, runs
 
 
 def cost(lir: Lir) -> list[Costed]:
@@ -217,19 +217,18 @@ def cost(lir: Lir) -> list[Costed]:
             continue
         if command.kind == "memset":  # every slice writes its region at the sub context's write width
             cycles = -(-buffers[command.outputs[0]].bytes // RNGD.sub_access_bytes) + PIPELINE_FILL
-            out.append(Costed(command, cycles, ("sub",), ("SubContext",), "Sub"))
+            lane = command.context  # the queue the binary issues it in (stage 2's zero fills: tdma)
+            out.append(Costed(command, cycles, (lane,), (LANE_CONTEXTS[lane],), LANE_TYPES[lane]))
             continue
         element_bytes = max(1, dtype_by_name(buffers[command.inputs[0]].dtype).bits // 8)
-        banks = exec_bank_cycles(command, element_bytes)
+        banks, runs = exec_banks(command, element_bytes)
         cycles = PIPELINE_FILL + max(_pipeline_cycles(command, element_bytes), math.ceil(banks.max()))
         uses_ve = any(e.stage in VECTOR for e in command.engines)  # the stage table's Vector Engine stages
         resources = [command.context] + (["ve"] if uses_ve else [])
-        contexts = ["MainContext" if command.context == "main" else "SubContext"] + (
-            ["VectorEngine"] if uses_ve else []
-        )
-        costed = Costed(command, cycles, tuple(resources), tuple(contexts), command.context.capitalize(),
-                        latency=PIPELINE_FILL, shared={"dm bank": banks})  # fmt: skip
-        run = same_bank_run(command.fetch, element_bytes)
+        contexts = [LANE_CONTEXTS[command.context]] + (["VectorEngine"] if uses_ve else [])
+        costed = Costed(command, cycles, tuple(resources), tuple(contexts), LANE_TYPES[command.context],
+                        latency=PIPELINE_FILL, shared={"dm bank": banks}, runs=runs)  # fmt: skip
+        run = int(runs.max())
         if run >= RNGD.bank_starvation_accesses:  # the 64-access rule: no DMA may run beside it
             costed.resources += ("tdma",)
             costed.contexts += ("DmaEngine",)

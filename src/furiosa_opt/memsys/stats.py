@@ -185,10 +185,21 @@ def longest_run(touched: np.ndarray, slice_id: np.ndarray) -> int:
     >>> longest_run(np.array([[True, False], [True, True], [True, True]]), np.array([0, 0, 1]))
     2
     """
+    return int(bank_runs(touched, slice_id).max(initial=0))
+
+
+def bank_runs(touched: np.ndarray, slice_id: np.ndarray) -> np.ndarray:
+    """`longest_run` per column: for each bank, the most consecutive accesses that hold it.
+
+    >>> bank_runs(np.array([[True, False], [True, True], [False, True]]), np.zeros(3, int))
+    array([2, 2])
+    """
+    runs = np.zeros(touched.shape[1], np.int64)
     if touched.size == 0:
-        return 0
+        return runs
     moves = np.flatnonzero(slice_id[1:] != slice_id[:-1]) + 1
     rows = np.insert(touched, moves, False, axis=0)  # a row of False where the slice changes
     ended = np.vstack([rows, np.zeros((1, rows.shape[1]), bool)])  # and after the last access
     gaps = np.flatnonzero(~ended.T.ravel())  # each bank's column after the previous one
-    return int(np.diff(gaps, prepend=-1).max() - 1)
+    np.maximum.at(runs, gaps // len(ended), np.diff(gaps, prepend=-1) - 1)
+    return runs

@@ -33,7 +33,7 @@ def compiled_here(kernel) -> Edf:
 
     result = compile_kernel(kernel)
     if not result.ok:
-        reasons = "; ".join(f"{d.stage}:{d.code}: {d.message}" for d in result.diagnostics)
+        reasons = "; ".join(f"{d.stage}:{d.code}: {d.message}" for d in result.errors)
         raise VerifyError("npu-not-compiled", f"`{kernel.identity}` does not compile: {reasons}")
     return read_edf(result.edf)
 

@@ -96,7 +96,9 @@ def _measured(request: Request) -> dict:
 
 def _compile(request: Request, out: Path) -> tuple[object, Compiled] | Diagnostic:
     """Import the kernel's module with the trial's assignment, compile it and store its artifact and record
-    in `out` as `furiosa-opt compile` would; the first diagnostic when it is refused."""
+    in `out` as `furiosa-opt compile` would; the first diagnostic when it is refused. A warning refuses the
+    trial too: the only warnings are hazards the hardware would not survive (`compiler.hazards`), and a
+    tuned choice must not be one of them."""
     package, source = request.package, request.kernel
     with cache.recording(package.source):
         module, problem = import_module(package, source.module, source.file)
@@ -104,8 +106,8 @@ def _compile(request: Request, out: Path) -> tuple[object, Compiled] | Diagnosti
             return problem
         kernel = getattr(module, source.identity.rsplit(".", 1)[1])
         result = compile_kernel(kernel, package.root)
-    if not result.ok:
-        return result.diagnostics[0]
+    if not result.ok or result.diagnostics:
+        return (result.errors or result.diagnostics)[0]
     data = cache.reads_of(source, package.root, package.source)
     key = cache.fast_key(source, package.root, package.source, data)
     artifact = cache.artifact_key(result.visa_text, key.device)
