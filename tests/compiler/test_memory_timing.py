@@ -128,3 +128,92 @@ def test_the_compile_summary_reports_every_dma_with_its_findings():
 
 def _findings(price):
     return findings(price)
+
+
+# ---- Fetch packets: one 30-byte tensor in 15, 3 and 1 cycles (fetch-engine.md, "Packet padding") ---------
+# A fetch reads a packet in accesses of its `read_size`, which a larger padded packet raises: 15 packets of
+# 8 bytes, 3 of 16, 1 of 32. The DM tensor is made in the kernel (as the book's `Tensor::zero()`): 30 bytes
+# cannot be a DMA's tail (dma-tail-alignment).
+
+F1, F2, F3 = axes(F1=3, F2=5, F3=2)
+
+
+@device
+def packet_c(ctx: Context) -> None:
+    dm = DmTensor.new(f8e4m3, m["1"], m["1 # 2"], m["1 # 256"], m["F1, F2, F3"])
+    stream = ctx.main.begin(dm.view()).fetch(m["F1, F2"], m["F3 # 8"]).collect(m["F1, F2"], m["F3 # 32"])
+    stream.commit_trim(m["F3 # 8"]).commit(m["F1, F2, F3 # 8"])
+
+
+@device
+def packet_bc(ctx: Context) -> None:
+    dm = DmTensor.new(f8e4m3, m["1"], m["1 # 2"], m["1 # 256"], m["F1, F2, F3"])
+    stream = ctx.main.begin(dm.view()).fetch(m["F1"], m["[F2, F3] # 16"]).collect(m["F1"], m["[F2, F3] # 32"])
+    stream.commit_trim(m["[F2, F3] # 16"]).commit(m["F1, [F2, F3] # 16"])
+
+
+@device
+def packet_abc(ctx: Context) -> None:
+    dm = DmTensor.new(f8e4m3, m["1"], m["1 # 2"], m["1 # 256"], m["F1, F2, F3"])
+    stream = ctx.main.begin(dm.view()).fetch(m["1"], m["[F1, F2, F3] # 32"]).collect(m["1"], m["[F1, F2, F3] # 32"])
+    stream.commit_trim(m["[F1, F2, F3] # 32"]).commit(m["[F1, F2, F3] # 32"])
+
+
+@pytest.mark.parametrize(
+    ("kernel", "accesses", "read_size"), [(packet_c, 15, 8), (packet_bc, 3, 16), (packet_abc, 1, 32)]
+)
+def test_a_30_byte_fetch_takes_15_3_or_1_cycles_by_packet(kernel, accesses, read_size):
+    from furiosa_opt.compiler.driver import compile_kernel
+    from furiosa_opt.compiler.edf import read_edf
+    from furiosa_opt.sim.timing import simulate
+
+    result = compile_kernel(kernel)
+    assert result.ok, [d.rendered() for d in result.diagnostics]
+    (slot,) = [s for s in result.plan.slots if s.costed.command.kind == "exec"]
+    assert slot.costed.command.fetch.access == read_size
+    assert slot.costed.work == accesses  # past the pipeline's fill: one access a cycle
+    timing = simulate(read_edf(result.edf))  # the binary's command, timed by the simulator
+    index = slot.costed.command.index
+    assert timing.end[index] - timing.start[index] - timing.costed[index].latency == accesses
+
+
+# ---- tune chooses between the two layouts of Example 4 ---------------------------------------------------
+
+TUNABLE_ROWS = """
+from furiosa_opt import *
+from furiosa_opt.tune import space
+
+A, B, C = axes(A=64, B=2048, C=1024)
+choices = space(layout=["A, B, C", "B % 256, A, B / 256, C"])  # rows_conflict's layout first (the default)
+
+
+@device
+def rows(ctx: Context, x: HbmTensor[i8, m["1"], m[choices.layout]]) -> None:
+    x.to_dm(ctx.tdma, m["B / 1024"], m["B / 256 % 4, A"], m["B % 256, C"])
+"""
+
+
+def test_tune_over_both_layouts_picks_the_one_that_keeps_its_rows(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    import uuid
+    from pathlib import Path
+
+    from furiosa_opt.cli.new import create
+
+    name = f"rw_{uuid.uuid4().hex[:8]}"
+    root = create(name, tmp_path)
+    (root / "src" / name / "rows.py").write_text(TUNABLE_ROWS)
+    environment = {**os.environ, "FURIOSA_OPT_OUT_DIR": str(tmp_path / "out")}
+    tool = Path(sys.executable).with_name("furiosa-opt")
+    done = subprocess.run([str(tool), "tune", "rows", "--workers", "1"], cwd=root, env=environment,
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    study = next((tmp_path / "out" / "tune").glob("*rows/study.jsonl")).read_text().splitlines()
+    makespans = {r["choices"]["layout"]: r["makespan"] for r in map(json.loads, study) if "choices" in r}
+    ((_, conflict),), ((_, kept),) = dmas(rows_conflict), dmas(rows_kept)  # the same moves, this module's kernels
+    assert makespans == {"A, B, C": conflict.cycles, "B % 256, A, B / 256, C": kept.cycles}
+    tuned = json.loads((root / "src" / name / "rows.tuned.json").read_text())
+    assert tuned["choices"] == {"layout": "B % 256, A, B / 256, C"}

@@ -13,12 +13,11 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import DTYPE_CODES
 from furiosa_opt.fold import reduced_digits
 from furiosa_opt.mapping import Mapping, MappingError
 from furiosa_opt.mapping.algebra import pair
-from furiosa_opt.mapping.factors import Comp, Factors, has_composite, render_factors, size
+from furiosa_opt.mapping.factors import Factors, has_composite, size
 from furiosa_opt.mapping.relayout import relayout_index
 from furiosa_opt.mapping.sequencer import Mode, sequence
 from furiosa_opt.stages import STAGES
@@ -27,15 +26,10 @@ from furiosa_opt.verify.contraction import accumulator
 
 
 def box(layout: Mapping) -> list[int]:
-    """`[extent, live, …]` per digit of a stream layout, outermost first."""
-    factors = layout.factors
-    if any(isinstance(f.atom, Comp) for f in factors):
-        raise VerifyError(
-            "stream-composite",
-            f"the stream layout `{render_factors(factors)}` holds a composite atom, which an engine's live box "
-            "cannot describe; split it into one axis per digit",
-        )
-    return [n for f in factors for n in (f.e, max(f.m, 0))]
+    """`[extent, live, …]` per digit of a stream layout, outermost first. A composite digit (`[A, B, C] # 32`,
+    whose size does not split over its axes) is one digit too: its live positions are its first `m`, the
+    axes' cells in order, so a prefix describes them."""
+    return [n for f in layout.factors for n in (f.e, max(f.m, 0))]
 
 
 def walk(source: Mapping, target: Mapping) -> dict[str, list[int]]:
