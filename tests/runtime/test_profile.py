@@ -84,6 +84,24 @@ def test_spans_name_engines_cycles_bytes_and_source_lines(profiled):
     assert store.begin >= max(s.end for s in spans if s.opcode == "commit")  # the store waits for the result
 
 
+def test_spans_carry_the_schedules_estimate_and_the_dma_findings(profiled):
+    from furiosa_opt.compiler.driver import compile_kernel
+    from furiosa_opt.compiler.schedule import summary
+
+    spans = {r.span.index: r.span for r in profiled(FURIOSA_OPT_PROFILE="info")}
+    plan = compile_kernel(i8_contract).plan  # the compiler's schedule of the same kernel
+    for slot in plan.slots:
+        if slot.costed.command.index in spans:
+            assert spans[slot.costed.command.index].scheduled == (slot.start, slot.end)
+    reported = {
+        d["command"]: [f"{f['rule']}: {f['shown']}. Fix: {f['fix']}" for f in d["findings"]]
+        for d in summary(plan)["dma"]
+    }
+    assert reported and {i: list(spans[i].findings) for i in reported} == reported
+    assert all(not span.findings for i, span in spans.items() if i not in reported)  # only Tensor DMAs have them
+    assert max(s.end for s in spans.values()) == plan.makespan  # alone, the simulation keeps the estimate
+
+
 def test_debug_adds_what_each_command_reads_and_writes(profiled):
     records = profiled(TUC_PROFILE_LEVEL="DEBUG")
     info = [r for r in records if r.levelno == logging.INFO]

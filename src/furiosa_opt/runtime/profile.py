@@ -4,7 +4,9 @@ Upstream's runtime decodes on-device profile records when `TUC_PROFILE_LEVEL` is
 each one to `tracing` as a span. Here the simulated chip's timing (`sim.timing`, event by event from the
 binary) plays the device's part: with `FURIOSA_OPT_PROFILE=info|debug` (or `TUC_PROFILE_LEVEL`, read the
 same way) every launch logs one `Span` per command — engine, begin and end cycle, bytes, the user's source
-line — through the `logging` logger `furiosa_opt.profile`, at INFO; `debug` adds a DEBUG record per span
+line, the cycles the compiler's schedule gave it (its estimate, beside the simulated ones) and, for a Tensor
+DMA, the memory pathologies the book names with their fixes — through the `logging` logger
+`furiosa_opt.profile`, at INFO; `debug` adds a DEBUG record per span
 with the buffers it reads and writes and the commands it waits for. A handler sees the span itself as
 `record.span`:
 
@@ -32,6 +34,7 @@ from pathlib import Path
 from furiosa_opt import env
 from furiosa_opt.compiler.edf import Edf
 from furiosa_opt.files import write_atomic
+from furiosa_opt.memsys.findings import findings
 from furiosa_opt.sim.timing import Timing, simulate, trace_json
 
 LOGGER = logging.getLogger("furiosa_opt.profile")
@@ -51,6 +54,8 @@ class Span:
     end: int
     bytes: int  # bytes a DMA moves; for a compute command, the sizes the EDF gives the buffers it writes
     source: str  # the kernel line that asked for it (`file:line`), or ""
+    scheduled: tuple[int, int] = (0, 0)  # begin and end in the compiler's schedule (its estimate), as the EDF holds it
+    findings: tuple[str, ...] = ()  # a Tensor DMA's memory pathologies, each with the book's fix
 
 
 class _Profiler:
@@ -71,6 +76,7 @@ _PROFILER = _Profiler()
 def spans_of(edf: Edf, timing: Timing, launch: int) -> list[Span]:
     """The spans of one simulated run of `edf`, in command order."""
     sizes = {b.name: b.bytes for b in edf.buffers}
+    scheduled = {index: (begin, end) for index, begin, end in edf.schedule}
     found = []
     for command in timing.lir.commands:
         if command.kind == "sync":
@@ -78,8 +84,12 @@ def spans_of(edf: Edf, timing: Timing, launch: int) -> list[Span]:
         costed = timing.costed[command.index]
         engine = "+".join(dict.fromkeys((command.context, *costed.resources)))
         moved = costed.moved or sum(sizes.get(name, 0) for name in command.outputs)
+        pathologies = (
+            tuple(f"{f.rule}: {f.shown}. Fix: {f.fix}" for f in findings(costed.price)) if costed.price else ()
+        )
         found.append(Span(edf.identity, launch, command.index, command.opcode, engine, timing.start[command.index],
-                          timing.end[command.index], moved, command.loc or ""))  # fmt: skip
+                          timing.end[command.index], moved, command.loc or "", scheduled.get(command.index, (0, 0)),
+                          pathologies))  # fmt: skip
     return found
 
 
@@ -106,9 +116,10 @@ def _log(edf: Edf, timing: Timing, launch: int, level: int) -> None:
     commands = {c.index: c for c in timing.lir.commands}
     for span in spans_of(edf, timing, launch):
         LOGGER.info(
-            "%s launch %d: command %d %s on %s, cycles %d..%d, %d bytes, %s",
-            span.kernel, span.launch, span.index, span.opcode, span.engine, span.begin, span.end, span.bytes,
-            span.source or "no source line", extra={"span": span},
+            "%s launch %d: command %d %s on %s, cycles %d..%d (scheduled %d..%d), %d bytes, %s%s",
+            span.kernel, span.launch, span.index, span.opcode, span.engine, span.begin, span.end, *span.scheduled,
+            span.bytes, span.source or "no source line", "".join(f"; {f}" for f in span.findings),
+            extra={"span": span},
         )  # fmt: skip
         if LOGGER.isEnabledFor(logging.DEBUG):
             command = commands[span.index]
