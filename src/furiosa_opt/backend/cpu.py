@@ -11,6 +11,7 @@ an index map (source position per position, -1 = padding reads zero), composed l
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,6 +72,42 @@ class Buf:
 
 def _grid(buf: object, layout: Factors) -> tuple[np.ndarray, int | float] | None:
     return buf.grid(layout) if isinstance(buf, Buf) else None
+
+
+def exclusive(buf: object) -> bool:
+    """Whether a write may go into `buf`'s array in place: a plain host buffer (no gather, no grid) whose
+    caller's one local is all that holds it (the caller has taken it out of its tensor), and which alone
+    holds its array (writable, its own memory: no view of it or of a user's array exists). CPython's
+    reference counts say so, as numpy's `resize(refcheck=True)` asks them, against the counts this same
+    call path gives for a buffer known to be alone (`_ALONE`); nothing here may hold the array meanwhile."""
+    if type(buf) is not Buf or buf.index is not None or buf.layout is not None or not _own(buf.base):
+        return False
+    return _holders(buf) == _ALONE
+
+
+def _own(array: np.ndarray) -> bool:
+    """Writable, C-contiguous memory of the array's own (not a view)."""
+    flags = array.flags
+    return flags.writeable and flags.owndata and flags.c_contiguous
+
+
+def _holders(buf: Buf) -> tuple[int, int]:
+    """References to `buf` and to its array, the ones this call path makes included."""
+    array = buf.base
+    return sys.getrefcount(buf), sys.getrefcount(array) - (buf._values is array)
+
+
+def _alone() -> tuple[int, int]:
+    """`_holders` of a buffer held by one local of `exclusive`'s caller and holding its own array."""
+
+    def caller_of_holders(buf: Buf) -> tuple[int, int]:  # stands where `exclusive` stands
+        return _holders(buf)
+
+    lone = Buf(np.zeros(1))
+    return caller_of_holders(lone)
+
+
+_ALONE = _alone()
 
 
 def gather(base: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -221,9 +258,12 @@ def window_read(buf: Buf, outer: int, element: int, window: int, view: Factors) 
     return Buf(out.reshape(-1))
 
 
-def window_write(base: Buf, outer: int, element: int, window: int, view: Factors, src: Buf) -> Buf:
-    """The base buffer with the live cells of a view (`src`, laid out as [outer, view]) written in."""
-    written = base.values().copy()
+def window_write(
+    base: Buf, outer: int, element: int, window: int, view: Factors, src: Buf, in_place: bool = False
+) -> Buf:
+    """The base buffer with the live cells of a view (`src`, laid out as [outer, view]) written in: a new
+    buffer, or with `in_place` (which `exclusive` allows) the same array written into."""
+    written = base.values() if in_place else base.values().copy()
     live = _window(element, window, view)
     if live is None:
         index = window_index(outer, element, window, view)
@@ -234,9 +274,18 @@ def window_write(base: Buf, outer: int, element: int, window: int, view: Factors
     blocks = written.reshape(outer, element)
     region[:, :span] = blocks[:, window : window + span]
     cells = (slice(None), *live.take)
-    region.reshape(outer, *live.shape)[cells] = src.values().reshape(outer, *live.shape)[cells]
+    region.reshape(outer, *live.shape)[cells] = _live_cells(src, outer, live, view)
     blocks[:, window : window + span] = region[:, :span]
     return base.with_values(written)
+
+
+def _live_cells(src: Buf, outer: int, live: views.Live, view: Factors) -> np.ndarray:
+    """`src`'s cells at the view's live positions, [outer, live…]: straight from its grid when it is that
+    grid (a one-row write into a table-sized view then reads one row, not the table)."""
+    grid = src.grid(view) if outer == 1 else None
+    if grid is not None:
+        return grid[0].reshape(1, *grid[0].shape)
+    return src.values().reshape(outer, *live.shape)[(slice(None), *live.take)]
 
 
 # ---- indirect DMA: gather and scatter -------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from furiosa_opt.arch import RNGD
-from furiosa_opt.backend import active
+from furiosa_opt.backend import active, cpu
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.context import DmaContext, expect_context
@@ -159,12 +159,20 @@ class TensorView:
         return type(self.base)(self.dtype, self.params, data)
 
     def write(self, source: Tensor, what: str) -> None:
-        """Store `source` (laid out as the view's levels) into the live cells of the view."""
+        """Store `source` (laid out as the view's levels) into the live cells of the view: in place when
+        the base tensor alone holds its host buffer (`cpu.exclusive`), else into a copy, so that a tensor
+        sharing the buffer never sees the write."""
         blocks, block, mapping = self._blocks
+        backend = active()
+        data, self.base.data = self.base.data, None  # taken out, so that only `data` holds it here
         try:
-            written = active().window_write(self.base.data, blocks, block, self.window, mapping.factors, source.data)
+            in_place = backend is cpu and cpu.exclusive(data)
+            written = backend.window_write(data, blocks, block, self.window, mapping.factors, source.data,
+                                           **({"in_place": True} if in_place else {}))  # fmt: skip
         except IndexError as error:
             raise VerifyError("view-bounds", f"{what}: the view `{mapping}`: {error}") from None
+        finally:
+            self.base.data = data  # until the write is done (or if it failed)
         self.base.data = written
 
     # ---- moves out of a view (reads) ----
