@@ -94,9 +94,12 @@ def test_under_the_limit_the_same_schedule_is_not_warned():
 
 @pytest.fixture
 def package(tmp_path):
-    """A scaffolded package holding the kernels (`tunable` at its default, the starving `J` rows)."""
+    """A scaffolded package holding only these kernels (`tunable` at its default, the starving `J` rows):
+    the template's own kernel modules are removed, so that `check` and `build` compile three kernels."""
     name = f"bs_{uuid.uuid4().hex[:8]}"
     root = create(name, tmp_path)
+    for module in (root / "src" / name / "kernel").glob("*_kernel.py"):
+        module.unlink()
     shutil.copy(KERNELS, root / "src" / name / "starvation.py")
     return root
 
@@ -133,10 +136,10 @@ def test_compile_reports_a_warning_and_deny_warnings_fails_it(package):
 
 def test_check_and_build_take_deny_warnings(package):
     out = f"out-{uuid.uuid4().hex[:6]}"
-    code, _, err = tool(package, "check", out=out)  # `starving` and `tunable`, of the 5 + 3 kernels
-    assert code == 0 and err.count(f"warning[{RULE}]") == 2 and "8 kernel(s) checked, 0 failed" in err, err
+    code, _, err = tool(package, "check", out=out)  # `starving` and `tunable`, of the 3 kernels
+    assert code == 0 and err.count(f"warning[{RULE}]") == 2 and "3 kernel(s) checked, 0 failed" in err, err
     code, _, err = tool(package, "check", "--deny", "warnings", out=out)
-    assert code == 1 and err.count(f"error[{RULE}]") == 2 and "8 kernel(s) checked, 2 failed" in err, err
+    assert code == 1 and err.count(f"error[{RULE}]") == 2 and "3 kernel(s) checked, 2 failed" in err, err
     code, _, err = tool(package, "build", "--deny=warnings", out=out)
     assert code == 1 and err.count(f"error[{RULE}]") == 2 and "2 failed" in err, err
     code, _, err = tool(package, "build", "--deny", "errors", out=out)
