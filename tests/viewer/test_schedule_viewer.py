@@ -175,3 +175,29 @@ def test_strings_from_the_file_are_text_never_html(open_page, gemm_dumps, tmp_pa
     assert page.evaluate("typeof window.pwned") == "undefined"
     assert payload in page.text_content("#details") and payload in page.text_content("#summary")
     assert page.locator("#details img, #details script, #summary img").count() == 0
+
+
+def test_dmas_with_memory_findings_are_marked_and_explained(open_page, gemm_dumps, tmp_path):
+    data = json.loads(gemm_dumps["schedule"].read_text())
+    flagged = [o for o in data["instructions"] if o.get("memory") and o["memory"]["findings"]]
+    assert flagged, "the default gemm stores partial 256-byte units: its store has a finding"
+    page = open_page(gemm_dumps["schedule"])
+    assert state(page)["marked"] == [o["name"] for o in flagged]
+    assert f"{len(flagged)} DMA(s) with memory findings" in page.text_content("#summary")
+    store = flagged[0]
+    click(page, store["name"])
+    side = page.text_content("#details")
+    memory = store["memory"]
+    assert f"{memory['cycles']} cycles, bound by {memory['bottleneck']}" in side
+    for finding in memory["findings"]:
+        assert f"{finding['rule']}: {finding['shown']}. Fix: {finding['fix']}" in side
+    clean = next(o for o in data["instructions"] if o.get("memory") and not o["memory"]["findings"])
+    click(page, clean["name"])
+    assert "Memory findings" not in page.text_content("#details")
+    # without reports (an upstream schedule) nothing is marked
+    for o in data["instructions"]:
+        o.pop("memory", None)
+    bare = tmp_path / "bare.schedule.json"
+    bare.write_text(json.dumps(data))
+    page = open_page(bare)
+    assert state(page)["marked"] == [] and "memory findings" not in page.text_content("#summary")

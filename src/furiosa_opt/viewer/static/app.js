@@ -23,7 +23,7 @@
   }
 
   // ---- sidebar --------------------------------------------------------------------------------
-  function details(title, rows, groups) {
+  function details(title, rows, groups, notes = []) {
     const side = $("details");
     side.replaceChildren(el("h2", title));
     const dl = el("dl");
@@ -32,6 +32,13 @@
       dl.append(el("dt", key), el("dd", value));
     }
     side.append(dl);
+    for (const [heading, lines] of notes) { // plain text lists (a DMA's memory findings)
+      if (!lines.length) continue;
+      side.append(el("h3", heading));
+      const ul = el("ul", undefined, "findings");
+      for (const line of lines) ul.append(el("li", line));
+      side.append(ul);
+    }
     for (const [heading, items] of groups) {
       if (!items.length) continue;
       side.append(el("h3", heading));
@@ -47,6 +54,21 @@
     }
   }
 
+  // A DMA's memory report as sidebar rows: its cycles and bottleneck, then what each side's streams show.
+  function memoryRows(memory) {
+    if (!memory) return [];
+    const side = (s) => {
+      if (s === null || typeof s !== "object") return "";
+      if (s.memory === "hbm") {
+        return `HBM ${s.channels}/32 channels${s.stack_toggles ? "" : ", one stack"}, row conflicts ` +
+          `${Math.round(100 * s.row_conflict_share)}%, partial writes ${s.partial}`;
+      }
+      return s.memory === "dm" ? `DM ${s.dmns} DMN(s), balance ${Math.round(100 * s.dmn_balance)}%` : "";
+    };
+    return [["memory", `${memory.cycles} cycles, bound by ${memory.bottleneck}`], ["read", side(memory.read)],
+      ["write", side(memory.write)]];
+  }
+
   const lifetime = (it) => `${it.begin} – ${it.end} (${it.end - it.begin} cycles)`;
   const tensorLabel = (t) => `${t.name}${t.visaName ? ` ${t.visaName}` : ""} (${t.buffer})`;
 
@@ -60,11 +82,11 @@
       details(item.name, [
         ["index", item.id], ["type", item.tpe], ["lifetime", lifetime(item)], ["contexts", item.contexts.join(", ")],
         ["lanes", item.lanes.join(", ")], ["utilization", item.util], ["description", item.description],
-        ["source", item.source], ["critical path", item.critical ? "yes" : "no"],
+        ["source", item.source], ["critical path", item.critical ? "yes" : "no"], ...memoryRows(item.memory),
       ], [
         ["Input tensors", item.inputs.map((t) => [tensorLabel(t), pick(t)])],
         ["Output tensors", item.outputs.map((t) => [tensorLabel(t), pick(t)])],
-      ]);
+      ], [["Memory findings", item.findings.map((f) => `${f.rule}: ${f.shown}. Fix: ${f.fix}`)]]);
     } else {
       details(item.name, [
         ["vISA tensor", item.visaName], ["dtype", item.dtype], ["shape (mapping)", item.mapping], ["buffer", item.buffer],
@@ -147,10 +169,14 @@
       $("summary").textContent = `${model.kernel || name}: ${model.nodes.length} nodes, ${model.edges.length} edges`;
       view = new FV.GraphView(canvas, model, graphChanged);
       state.criticalPath = undefined;
+      state.marked = undefined;
     } else {
       const summary = `${model.kernel || name}: ${model.instructions.length} instructions, ${model.tensors.length} tensors`;
       $("summary").textContent = `${summary}, makespan ${model.makespan} cycles`;
+      const marked = model.instructions.filter((o) => o.findings.length).map((o) => o.name);
+      if (marked.length) $("summary").textContent += `, ${marked.length} DMA(s) with memory findings (amber band)`;
       state.makespan = model.makespan;
+      state.marked = marked;
       state.criticalPath = model.criticalPath.map((o) => o.name);
       view = new FV.ScheduleView(canvas, model, scheduleChanged);
     }

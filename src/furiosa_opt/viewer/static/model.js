@@ -255,6 +255,12 @@
       byIndex.set(key, t);
       tensors.push(t);
     }
+    // A DMA's memory pathologies ({rule, shown, fix}, each a string) from its report: what the viewer marks.
+    // The CLI reads only that `memory` is an object, so anything else in it is passed over, not refused.
+    const findingsOf = (memory) => {
+      const listed = memory !== null && Array.isArray(memory.findings) ? memory.findings : [];
+      return listed.filter((f) => f !== null && typeof f === "object" && ["rule", "shown", "fix"].every((k) => typeof f[k] === "string"));
+    };
     const rawInstructions = get(data, "instructions", "schedule", LIST);
     const instructions = [];
     let last = 0, lastText = "0";
@@ -270,6 +276,7 @@
       let source = get(record, "source", where, STR, null);
       if (source === null) source = SOURCE.exec(description)?.[1] ?? "";
       const util = get(record, "util", where, DICT, null);
+      const memory = get(record, "memory", where, DICT, null); // a Tensor DMA's memory report, as the CLI reads it
       const name = get(record, "name", where, STR, null), tpe = get(record, "tpe", where, STR);
       const total = util === null ? null : get(util, "total_util", `${where}.util`, NUMBER);
       const ids = (key) => {
@@ -284,7 +291,7 @@
       const ins = {
         kind: "instruction", id: index, name: name ?? `O${index}`, tpe, contexts, lanes: FV.lanesOf(contexts, tpe),
         description, source, begin, end, util: total, inputs: ids("input_tensors"), outputs: ids("output_tensors"),
-        critical: false,
+        critical: false, memory, findings: findingsOf(memory),
       };
       for (const t of ins.inputs) if (t.users[t.users.length - 1] !== ins) t.users.push(ins);
       for (const t of ins.outputs) if (t.users[t.users.length - 1] !== ins) t.users.push(ins); // once per instruction

@@ -12,6 +12,7 @@
   }));
   const PALETTE = [...new Set(COLOURS.values()), "#9c755f"];
   const colourIndex = (tpe) => PALETTE.indexOf(COLOURS.get(tpe) || "#9c755f");
+  const MARK_H = 4, MARK_FILL = "#ff7f0e"; // the band over a DMA with memory findings (`marked`)
   const PANE_FILL = { Sram: "#a0cbe8", Trf: "#ffbe7d", Vrf: "#8cd17d", Spm: "#f1ce63", Dram: "#d4a6c8" };
 
   function fmt(n) {
@@ -30,10 +31,12 @@
       // Per lane, parallel to its sorted items: colour index and critical-path flag for the render loop.
       this.colours = {};
       this.critical = {};
+      this.marked = {}; // DMAs whose memory report names a pathology: an amber band across their top
       for (const lane of FV.LANES) {
         const items = schedule.lanes[lane].items;
         this.colours[lane] = Uint8Array.from(items, (o) => colourIndex(o.tpe));
         this.critical[lane] = Uint8Array.from(items, (o) => (o.critical ? 1 : 0));
+        this.marked[lane] = Uint8Array.from(items, (o) => (o.findings && o.findings.length ? 1 : 0));
       }
       this.reset(false);
       this.listen();
@@ -114,7 +117,7 @@
       g.font = "11px system-ui, sans-serif";
       g.textBaseline = "middle";
       const hot = this.connected(this.hover || this.selection);
-      const outlined = [], critical = new Path2D(), labels = [], right = w - RIGHT;
+      const outlined = [], critical = new Path2D(), marks = new Path2D(), labels = [], right = w - RIGHT;
       const sx = (right - LEFT) / (this.t1 - this.t0); // x(t) = LEFT + (t - t0) * sx, inlined in the loops
       const dots = new Uint8Array((Math.ceil(w) + 2) * (PANE_H + 2));
       const drawn = { t0: this.t0, t1: this.t1, addr: {} };
@@ -130,6 +133,7 @@
         // Boxes of one colour that touch within a pixel merge into one run: at full zoom a lane holds
         // tens of thousands of instructions but only as many distinct rectangles as it has pixels.
         const L = this.s.lanes[lane], { items, begins, ends } = L, colours = this.colours[lane], crit = this.critical[lane];
+        const mark = this.marked[lane];
         const runs = PALETTE.map(() => null);
         let critRun = null;
         for (let k = FV.firstIndex(L, t0); k < items.length && begins[k] <= t1; k++) {
@@ -149,6 +153,7 @@
               critRun = [x0, x1];
             }
           }
+          if (mark[k]) marks.rect(x0, top, x1 - x0, MARK_H);
           if (hot.size && hot.has(items[k])) outlined.push([x0, top, x1 - x0, tall]);
           if (x1 - x0 > 30) labels.push([items[k].name, x0 + 3, y + LANE_H / 2, x1 - x0 - 6]);
         }
@@ -200,6 +205,8 @@
         g.fillStyle = PALETTE[c];
         g.fill(path);
       });
+      g.fillStyle = MARK_FILL;
+      g.fill(marks);
       g.fillStyle = "#111";
       for (const [text, lx, ly, room] of labels) g.fillText(text, lx, ly, room);
       g.strokeStyle = "#d62728";
