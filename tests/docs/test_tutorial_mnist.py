@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 TUTORIAL = ROOT / "docs" / "tutorial-mnist.md"
 SKIPPED = ("furiosa-opt view", "python docs/screenshots.py")  # interactive / needs a browser: not run here
@@ -130,6 +132,7 @@ def cpu_seconds() -> float:
     return used.ru_utime + used.ru_stime
 
 
+@pytest.mark.slow  # about a minute of CPU: `make bench` runs it (make test stays within its 10 minutes)
 def test_every_command_runs_and_prints_what_the_tutorial_shows(tmp_path):
     cmds = runnable(commands(TUTORIAL.read_text()))
     assert len(cmds) >= 15
