@@ -318,3 +318,17 @@ def schedules(draw) -> dict:
 @given(schedules())
 def test_invariants_on_random_schedules(data):
     check_invariants(parse_schedule(data))
+
+
+@pytest.mark.parametrize("report", [{}, {"findings": "none"}, {"findings": [1, {"rule": 2}]}, {"bottleneck": []}])
+def test_a_hand_edited_memory_report_is_passed_over(tmp_path, capsys, report):
+    """The loader takes any object as a DMA's `memory`; the summary lists only well-formed findings."""
+    data = json.loads(json.dumps(gemm_data()))  # a copy: gemm_data is shared
+    store = next(o for o in data["instructions"] if o.get("memory") and o["memory"]["findings"])
+    assert main(["schedule", "summary", write(tmp_path, "whole.json", data), "--json"]) == 0
+    assert [d["name"] for d in json.loads(capsys.readouterr().out)["dma_findings"]] == [store["name"]]
+    store["memory"] = report
+    path = write(tmp_path, "edited.json", data)
+    assert main(["schedule", "summary", path]) == 0 and "Traceback" not in capsys.readouterr().err
+    assert main(["schedule", "summary", path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["dma_findings"] == []

@@ -75,8 +75,20 @@ def summarize(schedule: Schedule, top: int = 10) -> Summary:
         dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
         tuple(i for i in longest[:top] if i.cycles),
         line_cycles(schedule),
-        tuple(i for i in longest if i.memory and i.memory["findings"]),
+        tuple(i for i in longest if findings_of(i.memory)),
     )
+
+
+def findings_of(memory: dict[str, Any] | None) -> list[dict[str, str]]:
+    """A DMA's memory pathologies (`rule`, `shown`, `fix`, each a string) from its report. The loader checks
+    only that a report is an object, so a hand-edited one may hold anything else: that is passed over, as
+    the Schedule Viewer passes it over (`findingsOf` in viewer/static/model.js)."""
+    listed = memory.get("findings") if memory is not None else None
+    if not isinstance(listed, list):
+        return []
+    return [
+        f for f in listed if isinstance(f, dict) and all(isinstance(f.get(k), str) for k in ("rule", "shown", "fix"))
+    ]
 
 
 def summary_json(summary: Summary) -> dict[str, Any]:
@@ -92,5 +104,5 @@ def summary_json(summary: Summary) -> dict[str, Any]:
         "lines": [
             {"source": line.source, "cycles": line.cycles, "instructions": line.instructions} for line in summary.lines
         ],
-        "dma_findings": [{**instruction_json(i), **i.memory} for i in summary.dma],
+        "dma_findings": [{**instruction_json(i), **i.memory, "findings": findings_of(i.memory)} for i in summary.dma],
     }

@@ -24,7 +24,7 @@ from furiosa_opt.analysis.diff import ScheduleDiff, diff, diff_json
 from furiosa_opt.analysis.gaps import Gap, gaps, gaps_json
 from furiosa_opt.analysis.perfetto import perfetto_trace
 from furiosa_opt.analysis.schedule import Instruction, Schedule, ScheduleError, load_schedule
-from furiosa_opt.analysis.summary import Summary, summarize, summary_json
+from furiosa_opt.analysis.summary import Summary, findings_of, summarize, summary_json
 from furiosa_opt.files import printable, write_atomic
 
 
@@ -156,8 +156,8 @@ def _summary_human(result: Summary) -> list[Any]:
         _table("Cycles per source line", ("source", "cycles", "instructions"), lines),
         _table("DMA memory pathologies (the book's rule, what the streams show, the fix)",
                ("instruction", "source", "cycles", "bottleneck", "rule", "shown", "fix"),
-               [(i.name, i.source or "", i.cycles, i.memory["bottleneck"], f["rule"], f["shown"], f["fix"])
-                for i in result.dma for f in i.memory["findings"]]),
+               [(i.name, i.source or "", i.cycles, str(i.memory.get("bottleneck", "")), f["rule"], f["shown"], f["fix"])
+                for i in result.dma for f in findings_of(i.memory)]),
     ]  # fmt: skip
 
 
