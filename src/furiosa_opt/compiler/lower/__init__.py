@@ -9,12 +9,13 @@ table (`buffers.py`), the kept loops' runtime state (`kept.py`), the command lis
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from furiosa_opt.compiler import visa
-from furiosa_opt.compiler.lir import Lir, LoopRegion
+from furiosa_opt.compiler.lir import Command, Lir, LoopRegion
 from furiosa_opt.compiler.lower.buffers import BufferTable
-from furiosa_opt.compiler.lower.fill import Filler
+from furiosa_opt.compiler.lower.fill import Filler, Pending
 from furiosa_opt.compiler.lower.kept import KeptLoops, Unkeepable
 from furiosa_opt.compiler.lower.lifetimes import lifetimes
 from furiosa_opt.compiler.lower.loops import plan_loops
@@ -48,6 +49,7 @@ class Lowering:
         for command in ops.commands:
             if command.kind != "view":
                 Filler(table, kept, kept.enclosing(command)).fill(ops.pending[id(command)], command)
+        ops.arrange([part for command in ops.commands for part in _segmented(command, ops.pending.get(id(command)))])
         commands = with_syncs(ops.commands, table.buffers)
         lifetimes(table.buffers, commands, kept.loops, results)
         lir = Lir(ir.identity, ir.chip, ir.pe, list(table.buffers.values()), commands, args, results)
@@ -56,6 +58,14 @@ class Lowering:
         lir.loops = [LoopRegion(first.index, last.index, count, index) for first, last, count, index in kept.loops]
         lir.unrolled = self.unrolled
         return lir
+
+
+def _segmented(command: Command, pending: Pending | None) -> list[Command]:
+    """A DMA command, followed by one command per further segment of a move that needed several
+    (`addresses.dma_segments`): the same op, buffers and guard, each with its own descriptor."""
+    later = pending.segments if pending is not None else []
+    return [command, *(replace(command, dma=walk, inputs=list(command.inputs), outputs=list(command.outputs))
+                       for walk in later)]  # fmt: skip
 
 
 def lower(kernel: visa.Kernel, root: Path | None = None) -> Lir:

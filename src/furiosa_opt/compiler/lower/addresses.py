@@ -97,17 +97,85 @@ def sram_layout(levels: tuple[Mapping, ...], dtype: DType, offset: int) -> Layou
 # ---- DMA --------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Segment:
+    """One DMA command's share of a move: its descriptor's packet and loops (strides in bytes) and where it
+    starts, in bytes past the move's source and destination bases."""
+
+    src: int
+    dst: int
+    packet: int
+    loops: list[Loop]
+
+
 def dma_loops(src: Layout, dst: Layout, what: str, whole: bool = True) -> tuple[int, list[Loop]]:
     """(packet bytes, loops outermost first, strides in bytes) moving every live destination cell from its
-    source. `whole`: the destination is a whole tensor (not a view), so its padding may be written."""
+    source, in one command (`dma_segments` when a move may need several)."""
+    (segment,) = dma_segments(src, dst, what, whole)
+    return segment.packet, segment.loops
+
+
+def dma_segments(src: Layout, dst: Layout, what: str, whole: bool = True) -> list[Segment]:
+    """The commands a move takes, each a descriptor over live destination cells only. One, unless a
+    destination axis splits into sub-digits whose counts over-cover it (`A = 15` as `A / 2, A % 2`: 8 · 2
+    places for 15 cells, the book's heterogeneous segmentation, dma-engine.md Example 6): then the full
+    iterations of the outer sub-digit are one command and the boundary iteration, its inner count cut to
+    what is left, another (and so on inward), each paying its own start. `whole`: the destination is a
+    whole tensor (not a view), so its padding may be written."""
     src_subs, dst_subs = refine(src.factors, dst.factors)
     partner = pairing([(d.key, d.cut) for d in src_subs], [(d.key, d.cut) for d in dst_subs])
-    loops: list[tuple[int, Loop]] = []  # (destination position stride, loop)
+    digits: list[tuple[SubDigit, int, int, int]] = []  # (destination sub-digit, count, src, dst bit strides)
     for d, i in zip(dst_subs, partner, strict=True):
         match = None if i is None else src_subs[i]
         src_stride = src.bit_stride(match.factor, match.pos) if match else 0
         count = _padded_run(src, dst, match, d) if match and whole else d.count
-        loops.append((d.pos, Loop(count, src_stride, dst.bit_stride(d.factor, d.pos))))
+        digits.append((d, count, src_stride, dst.bit_stride(d.factor, d.pos)))
+    segments = []
+    for block in _blocks(dst, digits, what):
+        counts = [block.get(k, (0, count))[1] for k, (_, count, _, _) in enumerate(digits)]
+        starts = [block.get(k, (0, 0))[0] for k in range(len(digits))]
+        src_shift = sum(start * stride for start, (_, _, stride, _) in zip(starts, digits, strict=True))
+        dst_shift = sum(start * stride for start, (_, _, _, stride) in zip(starts, digits, strict=True))
+        loops = [(d.pos, Loop(n, s, t)) for (d, _, s, t), n in zip(digits, counts, strict=True)]
+        packet, loops = _descriptor(loops, src, dst, what)
+        segments.append(Segment(to_bytes(src_shift, dst.dtype, what), to_bytes(dst_shift, dst.dtype, what), packet,
+                                loops))  # fmt: skip
+    return segments
+
+
+def _blocks(dst: Layout, digits: list[tuple[SubDigit, int, int, int]], what: str) -> list[dict[int, tuple[int, int]]]:
+    """The rectangular blocks the live cells of the destination's one over-covered axis make, each as
+    {digit index: (start, count)} for that axis's sub-digits (the others move whole); [{}] when no axis is
+    over-covered."""
+    over = {}
+    for k, (d, count, _, _) in enumerate(digits):
+        over.setdefault(d.factor, []).append((d.pos, k, count))
+    covered = [(f, sorted(subs, reverse=True)) for f, subs in over.items()
+               if not dst.factors[f].padded and math.prod(c for _, _, c in subs) > dst.factors[f].m]  # fmt: skip
+    if not covered:
+        return [{}]
+    if len(covered) > 1:
+        raise VerifyError(
+            "dma-segments",
+            f"{what}: {len(covered)} destination axes do not divide over their DMA loops; the move would need a "
+            "command per combination of their boundaries",
+            notes=("pad all but one of them in the destination, or choose sizes that divide",),
+        )
+    factor, subs = covered[0]
+
+    def split(live: int, inner: list[tuple[int, int, int]]) -> list[dict[int, tuple[int, int]]]:
+        (_, k, _), rest = inner[0], inner[1:]
+        below = math.prod(c for _, _, c in rest)
+        full, left = divmod(live, below)
+        blocks = [{k: (0, full), **{j: (0, c) for _, j, c in rest}}] if full else []
+        return blocks + ([{k: (full, 1), **b} for b in split(left, rest)] if left else [])
+
+    return split(dst.factors[factor].m, subs)
+
+
+def _descriptor(loops: list[tuple[int, Loop]], src: Layout, dst: Layout, what: str) -> tuple[int, list[Loop]]:
+    """(packet bytes, loops in bytes) of one command: the destination's sub-digit loops (by position) and its
+    broadcasts, ordered, merged, packeted and spread over DMNs; at most a descriptor's loops inside a slice."""
     position = size(dst.factors)
     for i, f in enumerate(dst.factors):  # destination broadcasts re-read the source
         position //= f.e

@@ -19,6 +19,7 @@ from furiosa_opt.compiler.lower.addresses import (
     Layout,
     commit_sequencer,
     dma_loops,
+    dma_segments,
     dram_layout,
     fetch_sequencer,
     indirect,
@@ -32,6 +33,7 @@ from furiosa_opt.compiler.lower.opcodes import GATHER_OPS
 from furiosa_opt.compiler.lower.sites import at
 from furiosa_opt.compiler.lower.walks import ChainLayouts
 from furiosa_opt.configs.records import EngineConfig, config_of
+from furiosa_opt.diagnostics import VerifyError
 from furiosa_opt.dtypes import fill_pattern
 from furiosa_opt.lang.tensors import HbmTensor, Tensor, TensorView
 from furiosa_opt.mapping import Mapping, m
@@ -50,6 +52,7 @@ class Pending:
     source: object = None
     target: object = None
     chain: list[visa.Op] = field(default_factory=list)
+    segments: list[DmaWalk] = field(default_factory=list)  # a split move's later commands (`dma_segments`)
 
 
 @dataclass(frozen=True)
@@ -126,8 +129,16 @@ class Filler:
         """The DMA descriptor moving the source's live cells into the target (`addresses.dma_loops`)."""
         src, dst = self.layout(pending.source), self.layout(pending.target)
         whole = not isinstance(pending.target, TensorView)
-        packet, loops = dma_loops(src, dst, pending.op.opcode, whole)
-        command.dma = DmaWalk(src.base, dst.base, packet, loops)
+        walks = [DmaWalk(src.base + g.src, dst.base + g.dst, g.packet, g.loops)
+                 for g in dma_segments(src, dst, pending.op.opcode, whole)]  # fmt: skip
+        if len(walks) > 1 and self.index:
+            raise VerifyError(
+                "dma-segments",
+                f"{pending.op.opcode}: the move needs {len(walks)} DMA commands (an axis does not divide over its "
+                "loops), which a kept device loop's body cannot hold",
+                notes=("pad the axis in the destination, or let the loop unroll",),
+            )
+        command.dma, pending.segments = walks[0], walks[1:]
         self.moving(command, "dma.src_base", pending.source)
         self.moving(command, "dma.dst_base", pending.target)
 
