@@ -33,31 +33,26 @@ def _main_and_sub(ctx: Context, a: HbmTensor, b: HbmTensor, c: HbmTensor, rows: 
     return out.to_hbm(ctx.tdma, m["P, R, K / 16, I, K % 16"]), c_dm.to_hbm(ctx.tdma, m["P, X"])
 
 
+def B(rows: str) -> TensorType:
+    """B's type with `rows` rows of 16 bf16 per slice."""
+    return HbmTensor[bf16, m["1"], m[f"P, {rows}, L"]]
+
+
+A = HbmTensor[bf16, m["1"], m["P, I, K"]]
+C = HbmTensor[bf16, m["1"], m["P, X"]]
+Out = tuple[HbmTensor[bf16, m["1"], m["P, R, K / 16, I, K % 16"]], C]
+
+
 @device(chip=1)
-def starving(
-    ctx: Context,
-    a: HbmTensor[bf16, m["1"], m["P, I, K"]],
-    b: HbmTensor[bf16, m["1"], m["P, J, L"]],
-    c: HbmTensor[bf16, m["1"], m["P, X"]],
-) -> tuple[HbmTensor[bf16, m["1"], m["P, R, K / 16, I, K % 16"]], HbmTensor[bf16, m["1"], m["P, X"]]]:
+def starving(ctx: Context, a: A, b: B("J"), c: C) -> Out:
     return _main_and_sub(ctx, a, b, c, "J")
 
 
 @device(chip=1)
-def under_the_limit(
-    ctx: Context,
-    a: HbmTensor[bf16, m["1"], m["P, I, K"]],
-    b: HbmTensor[bf16, m["1"], m["P, J2, L"]],
-    c: HbmTensor[bf16, m["1"], m["P, X"]],
-) -> tuple[HbmTensor[bf16, m["1"], m["P, R, K / 16, I, K % 16"]], HbmTensor[bf16, m["1"], m["P, X"]]]:
+def under_the_limit(ctx: Context, a: A, b: B("J2"), c: C) -> Out:
     return _main_and_sub(ctx, a, b, c, "J2")
 
 
 @device(chip=1)
-def tunable(
-    ctx: Context,
-    a: HbmTensor[bf16, m["1"], m["P, I, K"]],
-    b: HbmTensor[bf16, m["1"], m[f"P, {choices.rows}, L"]],
-    c: HbmTensor[bf16, m["1"], m["P, X"]],
-) -> tuple[HbmTensor[bf16, m["1"], m["P, R, K / 16, I, K % 16"]], HbmTensor[bf16, m["1"], m["P, X"]]]:
+def tunable(ctx: Context, a: A, b: B(choices.rows), c: C) -> Out:
     return _main_and_sub(ctx, a, b, c, choices.rows)

@@ -80,6 +80,8 @@ class Rngd:
     noc_ack_cycles: int = 4096  # a NoC port unanswered this long is declared dead: a cluster reset
     # < 64 consecutive same-bank accesses, or DMA must wait: (256 / 128) · 64 · 32 slices reaches noc_ack_cycles
     bank_starvation_accesses: int = 64
+    # the waiting DMA's own request counts toward that total (schedule.md: "main 30, sub 35, DMA 1" = 66)
+    bank_starvation_dma_accesses: int = 1
 
     # ---- HBM geometry (memory-performance.md, "High-Bandwidth Memory (HBM)", "Peak Bandwidth")
     hbm_stacks_per_chip: int = 2

@@ -21,9 +21,9 @@ from furiosa_opt.arch import RNGD
 from furiosa_opt.compiler import visa
 from furiosa_opt.compiler.diagnostics import Diagnostic, Span
 from furiosa_opt.compiler.schedule import Schedule, Slot
+from furiosa_opt.memsys.stats import starves_dma
 
 RULE = "dm-bank-starvation"
-WAITING_DMA_ACCESSES = 1  # the DMA's own request counts toward the total (the book's "DMA: 1")
 
 
 def bank_starvation(plan: Schedule, ops: Sequence[visa.Op]) -> list[Diagnostic]:
@@ -47,9 +47,9 @@ def bank_starvation(plan: Schedule, ops: Sequence[visa.Op]) -> list[Diagnostic]:
             dma = next((d for d in dmas if d.start < end and begin < d.end), None)
             if begin >= end or dma is None:
                 continue
-            totals = main.costed.runs + sub.costed.runs + WAITING_DMA_ACCESSES
+            totals = main.costed.runs + sub.costed.runs + RNGD.bank_starvation_dma_accesses
             bank = int(np.argmax(totals))
-            if totals[bank] >= RNGD.bank_starvation_accesses:
+            if starves_dma(int(totals[bank])):
                 warnings.append(_warning(plan, ops, main, sub, dma, bank, (begin, end)))
     return warnings
 
@@ -58,7 +58,7 @@ def _warning(
     plan: Schedule, ops: Sequence[visa.Op], main: Slot, sub: Slot, dma: Slot, bank: int, window: tuple[int, int]
 ) -> Diagnostic:
     runs = {"main": int(main.costed.runs[bank]), "sub": int(sub.costed.runs[bank])}
-    total = sum(runs.values()) + WAITING_DMA_ACCESSES
+    total = sum(runs.values()) + RNGD.bank_starvation_dma_accesses
     limit = RNGD.bank_starvation_accesses
     spans = [
         _span(ops, main, f"main: {runs['main']} consecutive accesses hold bank {bank}"),

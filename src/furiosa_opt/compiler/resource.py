@@ -31,7 +31,7 @@ from furiosa_opt.configs.records import EngineConfig
 from furiosa_opt.dtypes import dtype_by_name
 from furiosa_opt.memsys.dm import SLICES
 from furiosa_opt.memsys.dma import DmaCost, Side, dma_cost
-from furiosa_opt.memsys.stats import bank_runs
+from furiosa_opt.memsys.stats import bank_runs, starves_dma
 from furiosa_opt.stages import VECTOR
 
 # Tensor Unit pipelines: cycles to fill the fetch → compute → commit pipe once (not documented upstream).
@@ -229,7 +229,7 @@ def cost(lir: Lir) -> list[Costed]:
         costed = Costed(command, cycles, tuple(resources), tuple(contexts), LANE_TYPES[command.context],
                         latency=PIPELINE_FILL, shared={"dm bank": banks}, runs=runs)  # fmt: skip
         run = int(runs.max())
-        if run >= RNGD.bank_starvation_accesses:  # the 64-access rule: no DMA may run beside it
+        if starves_dma(run):  # the 64-access rule: no DMA may run beside it
             costed.resources += ("tdma",)
             costed.contexts += ("DmaEngine",)
             costed.notes.append(f"{run} consecutive accesses to one DM bank: scheduled as occupying DMA")

@@ -137,8 +137,18 @@ class DmStats:
 
     @property
     def starves_dma(self) -> bool:
-        """The 64-access rule: held this long, a bank can keep a DMA request waiting past the NoC's window."""
-        return self.longest_bank_run >= RNGD.bank_starvation_accesses
+        """The 64-access rule on this stream alone (`starves_dma`)."""
+        return starves_dma(self.longest_bank_run)
+
+
+def starves_dma(accesses: int) -> bool:
+    """The 64-access rule: a DM bank held this many accesses in a row (by one engine, or added over the
+    engines that hold it while a DMA waits) can keep the DMA's request waiting past the NoC's window.
+
+    >>> starves_dma(63), starves_dma(64)
+    (False, True)
+    """
+    return accesses >= RNGD.bank_starvation_accesses
 
 
 def dm_stats(addresses: ArrayLike, size: int) -> DmStats:

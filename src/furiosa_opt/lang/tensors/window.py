@@ -166,9 +166,10 @@ class TensorView:
         backend = active()
         data, self.base.data = self.base.data, None  # taken out, so that only `data` holds it here
         try:
-            in_place = backend is cpu and cpu.exclusive(data)
-            written = backend.window_write(data, blocks, block, self.window, mapping.factors, source.data,
-                                           **({"in_place": True} if in_place else {}))  # fmt: skip
+            if backend is cpu and cpu.exclusive(data):
+                written = cpu.window_write(data, blocks, block, self.window, mapping.factors, source.data, True)
+            else:
+                written = backend.window_write(data, blocks, block, self.window, mapping.factors, source.data)
         except IndexError as error:
             raise VerifyError("view-bounds", f"{what}: the view `{mapping}`: {error}") from None
         finally:
