@@ -9,12 +9,10 @@ nothing moves data (Example 4 reads 128 MiB).
 
 import math
 
-import numpy as np
 import pytest
 
 from furiosa_opt import *
 from furiosa_opt.backend.trace import trace
-from furiosa_opt.compiler.lir import CHIP_STRIDE
 from furiosa_opt.compiler.lower import lower
 from furiosa_opt.compiler.resource import cost
 from furiosa_opt.compiler.schedule import schedule, summary
@@ -219,46 +217,3 @@ def test_tune_over_both_layouts_picks_the_one_that_keeps_its_rows(tmp_path):
     assert makespans == {"A, B, C": conflict.cycles, "B % 256, A, B / 256, C": kept.cycles}
     tuned = json.loads((root / "src" / name / "rows.tuned.json").read_text())
     assert tuned["choices"] == {"layout": "B % 256, A, B / 256, C"}
-
-
-# ---- Example 6: heterogeneous DMN segmentation ------------------------------------------------------------
-# A = 15 padded to 16 on the DM side (A' / 4 and A' / 2 % 2 over slices, A' % 2 in the element) and unpadded
-# in HBM: the store's loops over A' / 2 (8) and A' % 2 (2) would write 16 cells where HBM holds 15, the 16th
-# over the next row. The store is split: A' / 2 in 0..6 with both A' % 2 in one command, A' / 2 = 7 with
-# A' % 2 = 0 in another, each with its own 500-cycle start.
-
-A6, B6, C6, D6 = axes(A6=15, B6=32, C6=256, D6=8)
-
-
-@device(chip=4)
-def heterogeneous(
-    ctx: Context, x: HbmTensor[i8, m["D6 / 2"], m["D6 % 2, B6, A6 # 16, C6"]]
-) -> HbmTensor[i8, m["D6 / 2"], m["D6 % 2, B6, A6, C6"]]:
-    dm = x.to_dm(ctx.tdma, m["D6 % 2"], m["A6 # 16 / 4, A6 # 16 / 2 % 2, B6"], m["A6 # 16 % 2, C6"])
-    return dm.to_hbm(ctx.tdma, m["D6 % 2, B6, A6, C6"])
-
-
-def test_a_move_that_does_not_divide_over_the_dmns_is_split_into_two_commands():
-    from furiosa_opt.compiler.lir import walk_dma
-
-    lir = lower(trace(heterogeneous)[0])
-    stores = [c for c in lir.commands if c.kind == "dma" and c.opcode == "to_hbm"]
-    assert len(stores) == 2
-    (out,) = [b for b in lir.buffers if b.name == stores[0].outputs[0]]
-    written = []
-    for command in stores:
-        dma = command.dma
-        _, dst = walk_dma(dma.src_base, dma.dst_base, dma.packet, dma.loops, dma.packet)
-        written.append(dst.ravel())
-    packets = np.concatenate(written)  # each packet's first destination byte: one C6 row of 256 bytes
-    assert {c.dma.packet for c in stores} == {C6.size}
-    per_chip = D6.size // 4 * B6.size * A6.size * C6.size  # the live bytes of one chip's part
-    assert len(packets) * C6.size == 4 * per_chip and len(np.unique(packets)) == len(packets)  # each row once
-    chip, offset = np.divmod(packets - out.address, CHIP_STRIDE)
-    assert set(chip.tolist()) == {0, 1, 2, 3} and offset.min() == 0 and offset.max() == per_chip - C6.size
-    full, tail = (item.cycles for item in cost(lir) if item.command in stores)
-    # The book: DMNs 0-2 take one command each (~756), DMN 3 two (~192 data + 2 × 500 ≈ 1,192), which gates
-    # the move. Here the first command moves every full iteration over all the engines and the second the
-    # boundary one, one after the other on the DMA context: their sum is the store's time.
-    assert full + tail == pytest.approx(1_192, rel=0.05)
-    assert min(full, tail) > 500  # each pays its own start

@@ -116,22 +116,25 @@ def dma_loops(src: Layout, dst: Layout, what: str, whole: bool = True) -> tuple[
 
 
 def dma_segments(src: Layout, dst: Layout, what: str, whole: bool = True) -> list[Segment]:
-    """The commands a move takes, each a descriptor over live destination cells only. One, unless a
-    destination axis splits into sub-digits whose counts over-cover it (`A = 15` as `A / 2, A % 2`: 8 · 2
-    places for 15 cells, the book's heterogeneous segmentation, dma-engine.md Example 6): then the full
-    iterations of the outer sub-digit are one command and the boundary iteration, its inner count cut to
-    what is left, another (and so on inward), each paying its own start. `whole`: the destination is a
-    whole tensor (not a view), so its padding may be written."""
+    """The commands a move takes, each a descriptor over cells both sides hold. One, unless an axis splits
+    into sub-digits whose counts over-cover it (`A = 15` as `A / 2, A % 2`: 8 · 2 places for 15 cells, the
+    book's heterogeneous segmentation, dma-engine.md Example 6) where a side has no padding to take the
+    extra places (an unpadded destination would be written past its live cells, an unpadded source read
+    past them): then the full iterations of the outer sub-digit are one command and the boundary
+    iteration, its inner count cut to what is left, another (and so on inward), each paying its own start.
+    `whole`: the destination is a whole tensor (not a view), so its padding may be written."""
     src_subs, dst_subs = refine(src.factors, dst.factors)
     partner = pairing([(d.key, d.cut) for d in src_subs], [(d.key, d.cut) for d in dst_subs])
     digits: list[tuple[SubDigit, int, int, int]] = []  # (destination sub-digit, count, src, dst bit strides)
+    matches: list[SubDigit | None] = []
     for d, i in zip(dst_subs, partner, strict=True):
         match = None if i is None else src_subs[i]
         src_stride = src.bit_stride(match.factor, match.pos) if match else 0
         count = _padded_run(src, dst, match, d) if match and whole else d.count
         digits.append((d, count, src_stride, dst.bit_stride(d.factor, d.pos)))
+        matches.append(match)
     segments = []
-    for block in _blocks(dst, digits, what):
+    for block in _blocks(src, dst, digits, matches, what):
         counts = [block.get(k, (0, count))[1] for k, (_, count, _, _) in enumerate(digits)]
         starts = [block.get(k, (0, 0))[0] for k in range(len(digits))]
         src_shift = sum(start * stride for start, (_, _, stride, _) in zip(starts, digits, strict=True))
@@ -143,34 +146,61 @@ def dma_segments(src: Layout, dst: Layout, what: str, whole: bool = True) -> lis
     return segments
 
 
-def _blocks(dst: Layout, digits: list[tuple[SubDigit, int, int, int]], what: str) -> list[dict[int, tuple[int, int]]]:
-    """The rectangular blocks the live cells of the destination's one over-covered axis make, each as
-    {digit index: (start, count)} for that axis's sub-digits (the others move whole); [{}] when no axis is
-    over-covered."""
-    over = {}
+def _blocks(
+    src: Layout,
+    dst: Layout,
+    digits: list[tuple[SubDigit, int, int, int]],
+    matches: list[SubDigit | None],
+    what: str,
+) -> list[dict[int, tuple[int, int]]]:
+    """The rectangular blocks the live cells of the move's one over-covered axis make, each as {digit index:
+    (start, count)} for that axis's sub-digits (the others move whole); [{}] when no axis is over-covered.
+    An axis is over-covered when its loops reach past its live cells on the destination and a side does
+    not hold those places as padding."""
+    by_axis: dict[object, list[tuple[int, int, int]]] = {}
     for k, (d, count, _, _) in enumerate(digits):
-        over.setdefault(d.factor, []).append((d.pos, k, count))
-    covered = [(f, sorted(subs, reverse=True)) for f, subs in over.items()
-               if not dst.factors[f].padded and math.prod(c for _, _, c in subs) > dst.factors[f].m]  # fmt: skip
+        by_axis.setdefault(d.key, []).append((d.cut, k, count))
+    covered = []
+    for subs in by_axis.values():
+        subs.sort(reverse=True)  # outermost (largest coordinate cut) first
+        outer = subs[0][1]
+        reached = 1 + sum(cut * (count - 1) for cut, _, count in subs)
+        live, dst_holds = _reach(dst, digits[outer][0])
+        src_holds = _reach(src, matches[outer])[1] if matches[outer] else reached
+        if reached > live and reached > min(dst_holds, src_holds):
+            covered.append((live, subs))
     if not covered:
         return [{}]
     if len(covered) > 1:
         raise VerifyError(
             "dma-segments",
-            f"{what}: {len(covered)} destination axes do not divide over their DMA loops; the move would need a "
-            "command per combination of their boundaries",
-            notes=("pad all but one of them in the destination, or choose sizes that divide",),
+            f"{what}: {len(covered)} axes do not divide over their DMA loops; the move would need a command per "
+            "combination of their boundaries",
+            notes=("pad all but one of them on both sides of the move, or choose sizes that divide",),
         )
-    factor, subs = covered[0]
+    live, subs = covered[0]
 
     def split(live: int, inner: list[tuple[int, int, int]]) -> list[dict[int, tuple[int, int]]]:
-        (_, k, _), rest = inner[0], inner[1:]
-        below = math.prod(c for _, _, c in rest)
-        full, left = divmod(live, below)
+        """Blocks over the first `live` coordinates of the sub-digits `inner` (outermost first), each of
+        which but the outermost covers exactly the next one's cut."""
+        (cut, k, _), rest = inner[0], inner[1:]
+        if not rest:
+            return [{k: (0, -(-live // cut))}]
+        full, left = divmod(live, cut)
         blocks = [{k: (0, full), **{j: (0, c) for _, j, c in rest}}] if full else []
         return blocks + ([{k: (full, 1), **b} for b in split(left, rest)] if left else [])
 
-    return split(dst.factors[factor].m, subs)
+    return split(live, subs)
+
+
+def _reach(layout: Layout, sub: SubDigit) -> tuple[int, int]:
+    """(live, held): how many coordinates of `sub`'s axis the layout's factor holding that sub-digit reaches
+    with live cells, and with its padding too (places past them are other cells or none). Only an axis's
+    outermost sub-digit asks, so its factor's stride sets the scale; a composite's live cells are its live
+    digits."""
+    f = layout.factors[sub.factor]
+    n = f.atom.n if isinstance(f.atom, SymAtom) else f.m * f.s
+    return min(n, f.m * f.s), f.e * f.s
 
 
 def _descriptor(loops: list[tuple[int, Loop]], src: Layout, dst: Layout, what: str) -> tuple[int, list[Loop]]:

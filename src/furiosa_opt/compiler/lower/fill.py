@@ -136,7 +136,7 @@ class Filler:
                 "dma-segments",
                 f"{pending.op.opcode}: the move needs {len(walks)} DMA commands (an axis does not divide over its "
                 "loops), which a kept device loop's body cannot hold",
-                notes=("pad the axis in the destination, or let the loop unroll",),
+                notes=("pad the axis on both sides of the move, or loop with Python's `range` (unrolled when traced)",),
             )
         command.dma, pending.segments = walks[0], walks[1:]
         self.moving(command, "dma.src_base", pending.source)
