@@ -55,18 +55,24 @@
   }
 
   // A DMA's memory report as sidebar rows: its cycles and bottleneck, then what each side's streams show.
+  // The loaders check only that a report is an object, so a hand-edited one may lack a field or hold
+  // another type there: such a value shows as "?" rather than as "undefined" or "NaN%".
   function memoryRows(memory) {
     if (!memory) return [];
-    const side = (s) => {
+    const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : "?");
+    const share = (v) => (num(v) === "?" ? "?" : `${Math.round(100 * v)}%`);
+    const side = (s, verb) => {
       if (s === null || typeof s !== "object") return "";
       if (s.memory === "hbm") {
-        return `HBM ${s.channels}/32 channels${s.stack_toggles ? "" : ", one stack"}, row conflicts ` +
-          `${Math.round(100 * s.row_conflict_share)}%, partial writes ${s.partial}`;
+        const stack = s.stack_toggles === true ? "both stacks" : s.stack_toggles === false ? "one stack" : "stacks ?";
+        return `HBM ${num(s.channels)}/32 channels, ${stack}, row conflicts ${share(s.row_conflict_share)}, ` +
+          `partial ${verb} ${num(s.partial)}`; // partial: requests covering part of a 256-byte unit
       }
-      return s.memory === "dm" ? `DM ${s.dmns} DMN(s), balance ${Math.round(100 * s.dmn_balance)}%` : "";
+      return s.memory === "dm" ? `DM ${num(s.dmns)} DMN(s), balance ${share(s.dmn_balance)}` : "";
     };
-    return [["memory", `${memory.cycles} cycles, bound by ${memory.bottleneck}`], ["read", side(memory.read)],
-      ["write", side(memory.write)]];
+    const bottleneck = typeof memory.bottleneck === "string" ? memory.bottleneck : "?";
+    return [["memory", `${num(memory.cycles)} cycles, bound by ${bottleneck}`], ["read", side(memory.read, "reads")],
+      ["write", side(memory.write, "writes")]];
   }
 
   const lifetime = (it) => `${it.begin} – ${it.end} (${it.end - it.begin} cycles)`;
