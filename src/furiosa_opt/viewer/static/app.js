@@ -180,7 +180,7 @@
       const summary = `${model.kernel || name}: ${model.instructions.length} instructions, ${model.tensors.length} tensors`;
       $("summary").textContent = `${summary}, makespan ${model.makespan} cycles`;
       const marked = model.instructions.filter((o) => o.findings.length).map((o) => o.name);
-      if (marked.length) $("summary").textContent += `, ${marked.length} DMA(s) with memory findings (amber band)`;
+      if (marked.length) $("summary").textContent += `, ${marked.length} DMA(s) with memory findings (amber band, warning triangle)`;
       state.makespan = model.makespan;
       state.marked = marked;
       state.criticalPath = model.criticalPath.map((o) => o.name);
@@ -220,6 +220,7 @@
     load,
     setRange: (t0, t1) => view.setRange(t0, t1),
     locate: (name) => view.locate(name),
+    box: (name) => view.box(name),
     paneRect: (buffer) => view.paneRect(buffer),
     graphLayers: () => view.g.nodes.map((n) => [n.id, n.layer]),
     // Where the nodes are drawn (page pixels) and what colour a page pixel has: what the tests of the fit
