@@ -84,6 +84,51 @@ def test_a_tensor_without_an_address_is_accepted_as_the_cli_accepts_it(open_page
     assert "address" not in page.text_content("#details")
 
 
+GOOD = {"rule": "hbm-channels", "shown": "4 of 32 HBM channels carry the reads", "fix": "walk address bits 8-12"}
+REPORTS = [  # hand-edited `memory` reports: the loaders check only that each is an object
+    {},
+    {"findings": "none"},
+    {"findings": [1, None, {"rule": 2, "shown": "s", "fix": "f"}, {"rule": "r", "shown": "s"}]},
+    {"findings": [{"rule": "r", "shown": "s"}, GOOD]},  # one finding well-formed: marked with it alone
+    {"cycles": "many", "bottleneck": [], "read": "hbm", "write": {"memory": "hbm"}, "findings": [GOOD]},
+    {"read": {"memory": "dm", "dmns": None, "dmn_balance": "x"}, "findings": []},
+    {"__proto__": {"findings": [GOOD]}, "constructor": 1},  # an own key named __proto__, not a prototype
+]
+
+
+def test_hand_edited_memory_reports_mark_what_the_cli_summary_lists(open_page, tmp_path, capsys):
+    data = json.loads(json.dumps(BASE))
+    del data["makespan"]
+    for k, report in enumerate(REPORTS):  # one DMA per report, each in its own time slot
+        begin = 40 + 10 * k
+        data["instructions"].append(
+            {"index": 2 + k, "name": f"M{k}", "tpe": "DmaLoad", "contexts": ["DmaEngine"],
+             "lifetime": {"begin": begin, "end": begin + 8}, "memory": report}
+        )  # fmt: skip
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    assert cli(["schedule", "summary", str(path), "--json"]) == 0
+    listed = {d["name"] for d in json.loads(capsys.readouterr().out)["dma_findings"]}
+    assert listed == {"O0", "M3", "M4"}  # the fixture's own DMA and the two reports with a well-formed finding
+    page = open_page(path)
+    assert set(state(page)["marked"]) == listed and "3 DMA(s) with memory findings" in page.text_content("#summary")
+    sides = {}
+    for k in range(len(REPORTS)):  # every sidebar is drawn (open_page fails the test on a page error)
+        point = page.evaluate("(n) => window.viewerApi.locate(n)", f"M{k}")
+        page.mouse.click(point["x"], point["y"])
+        assert state(page)["selection"] == {"kind": "instruction", "name": f"M{k}"}
+        sides[k] = page.text_content("#details")
+        assert "undefined" not in sides[k] and "NaN" not in sides[k], sides[k]
+        findings = page.locator("#details ul.findings li").all_text_contents()
+        assert findings == ([f"{GOOD['rule']}: {GOOD['shown']}. Fix: {GOOD['fix']}"] if f"M{k}" in listed else [])
+    # a field missing or of another type shows as "?"
+    assert (
+        "? cycles, bound by ?" in sides[4]
+        and "HBM ?/32 channels, stacks ?, row conflicts ?, partial writes ?" in sides[4]
+    )
+    assert "DM ? DMN(s), balance ?" in sides[5]
+
+
 CHAIN = """(count) => {
   const nodes = [], edges = [];
   for (let i = 0; i < count; i++) nodes.push({ id: `N${i}`, kind: i % 2 ? "command" : "tensor", label: `node ${i}` });

@@ -3,9 +3,10 @@ same message, or accepted by both. The CLI side is `furiosa_opt.analysis.schedul
 page side is `FV.read` in headless Chromium, what the page's loader calls.
 
 The inputs are mutations of a complete schedule: every field of the top level, of a tensor, of its
-lifetime, of an instruction, of its lifetime and util, deleted or replaced by each of a list of values
-(null, booleans, integers small and beyond 2^53, floats that print in fixed and in exponent form,
-strings with quotes, controls and non-ASCII, lists, objects, a deep list), plus written-out cases."""
+lifetime, of an instruction, of its lifetime, util and memory report, deleted or replaced by each of a
+list of values (null, booleans, integers small and beyond 2^53, floats that print in fixed and in
+exponent form, strings with quotes, controls and non-ASCII, lists, objects, a deep list), plus
+written-out cases."""
 
 import copy
 import json
@@ -39,6 +40,10 @@ PATHS = [
     ("instructions", 1, "lifetime", "begin"), ("instructions", 1, "lifetime", "end"),
     ("instructions", 1, "util", "total_util"), ("instructions", 1, "contexts", 1),
     ("instructions", 0, "input_tensors", 0), ("instructions", 0, "output_tensors", 0),
+    # a DMA's memory report: the loaders check that it is an object, and nothing inside may break the page's
+    *[("instructions", 0, "memory", key) for key in ("cycles", "read", "findings")],
+    ("instructions", 0, "memory", "read", "channels"), ("instructions", 0, "memory", "findings", 0),
+    *[("instructions", 0, "memory", "findings", 0, key) for key in ("rule", "shown", "fix")],
 ]  # fmt: skip
 
 

@@ -8,6 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from furiosa_opt import *
+from furiosa_opt.backend.trace import trace
+from furiosa_opt.compiler.lower import lower
+from furiosa_opt.compiler.schedule import schedule, schedule_json
+
 FIXTURES = Path(__file__).parent / "fixtures"
 LANE_OF = {"MainContext": "Main", "SubContext": "Sub", "VectorEngine": "VE", "DmaEngine": "TDMA", "PcieDma": "PDMA"}
 
@@ -201,3 +206,75 @@ def test_dmas_with_memory_findings_are_marked_and_explained(open_page, gemm_dump
     bare.write_text(json.dumps(data))
     page = open_page(bare)
     assert state(page)["marked"] == [] and "memory findings" not in page.text_content("#summary")
+
+
+# Two DMAs the memory model calls pathological (tests/compiler/test_memory_timing.py prices them): the book's
+# Example 4, whose load steps the HBM row bits fastest (hbm-row-conflicts), and a store of 128-byte rows,
+# half a 256-byte unit each (hbm-partial-write; its load is clean).
+A, B, C = axes(A=64, B=2048, C=1024)
+R, W = axes(R=256, W=64)
+
+
+@device
+def rows_conflict(ctx: Context, x: HbmTensor[i8, m["1"], m["A, B, C"]]) -> None:
+    x.to_dm(ctx.tdma, m["B / 1024"], m["B / 256 % 4, A"], m["B % 256, C"])
+
+
+@device
+def rows_of_128_bytes(ctx: Context, x: HbmTensor[bf16, m["1"], m["R, W"]]) -> HbmTensor[bf16, m["1"], m["R, W"]]:
+    dm = x.to_dm(ctx.tdma, m["1 # 2"], m["R"], m["W"])
+    return dm.to_hbm(ctx.tdma, m["R, W"])
+
+
+AMBER = [255, 127, 14, 255]  # schedule.js MARK_FILL, opaque
+
+
+@pytest.fixture(scope="module", params=[rows_conflict, rows_of_128_bytes], ids=lambda k: k.__name__)
+def pathological(request, tmp_path_factory) -> Path:
+    """The kernel's schedule JSON, compiled in process."""
+    path = tmp_path_factory.mktemp("memory") / f"{request.param.__name__}.schedule.json"
+    path.write_text(json.dumps(schedule_json(schedule(lower(trace(request.param)[0])))))
+    return path
+
+
+def side_text(side: dict, verb: str) -> str:
+    """One side of a memory report as the sidebar words it."""
+    if side["memory"] == "hbm":
+        stack = "both stacks" if side["stack_toggles"] else "one stack"
+        conflicts = round(100 * side["row_conflict_share"])
+        return (
+            f"HBM {side['channels']}/32 channels, {stack}, row conflicts {conflicts}%, partial {verb} {side['partial']}"
+        )
+    return f"DM {side['dmns']} DMN(s), balance {round(100 * side['dmn_balance'])}%"
+
+
+def test_a_pathological_dma_is_drawn_marked_and_its_findings_explained(open_page, pathological):
+    data = json.loads(pathological.read_text())
+    flagged = [o for o in data["instructions"] if o.get("memory", {}).get("findings")]
+    assert flagged, "the memory model reports this kernel's pathology"
+    page = open_page(pathological)
+    assert state(page)["marked"] == [o["name"] for o in flagged]
+    assert f"{len(flagged)} DMA(s) with memory findings" in page.text_content("#summary")
+    pixel = lambda x, y: page.evaluate("([x, y]) => window.viewerApi.pixel(x, y)", [x, y])  # noqa: E731
+    for o in data["instructions"]:
+        box = page.evaluate("(n) => window.viewerApi.box(n)", o["name"])
+        if box is None:
+            continue  # a sync (Noop) has no lane
+        middle = (box["left"] + box["right"]) / 2
+        band = pixel(middle, box["top"] + 2)  # the top 4 pixels of a marked box are the amber band
+        assert (band == AMBER) == (o in flagged), (o["name"], band)
+        if o in flagged:  # and, the box being wide, a warning triangle at its right end (left of its "!")
+            assert pixel(box["right"] - 11, box["bottom"] - 3) == AMBER
+    for o in flagged:
+        click(page, o["name"])
+        side = page.text_content("#details")
+        memory = o["memory"]
+        assert f"{memory['cycles']} cycles, bound by {memory['bottleneck']}" in side
+        assert side_text(memory["read"], "reads") in side and side_text(memory["write"], "writes") in side
+        items = page.locator("#details ul.findings li").all_text_contents()
+        assert items == [f"{f['rule']}: {f['shown']}. Fix: {f['fix']}" for f in memory["findings"]]
+    for o in data["instructions"]:
+        if o.get("memory") and not o["memory"]["findings"]:  # a clean DMA: its numbers, no findings
+            click(page, o["name"])
+            side = page.text_content("#details")
+            assert side_text(o["memory"]["read"], "reads") in side and "Memory findings" not in side

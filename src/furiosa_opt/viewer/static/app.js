@@ -55,18 +55,24 @@
   }
 
   // A DMA's memory report as sidebar rows: its cycles and bottleneck, then what each side's streams show.
+  // The loaders check only that a report is an object, so a hand-edited one may lack a field or hold
+  // another type there: such a value shows as "?" rather than as "undefined" or "NaN%".
   function memoryRows(memory) {
     if (!memory) return [];
-    const side = (s) => {
+    const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : "?");
+    const share = (v) => (num(v) === "?" ? "?" : `${Math.round(100 * v)}%`);
+    const side = (s, verb) => {
       if (s === null || typeof s !== "object") return "";
       if (s.memory === "hbm") {
-        return `HBM ${s.channels}/32 channels${s.stack_toggles ? "" : ", one stack"}, row conflicts ` +
-          `${Math.round(100 * s.row_conflict_share)}%, partial writes ${s.partial}`;
+        const stack = s.stack_toggles === true ? "both stacks" : s.stack_toggles === false ? "one stack" : "stacks ?";
+        return `HBM ${num(s.channels)}/32 channels, ${stack}, row conflicts ${share(s.row_conflict_share)}, ` +
+          `partial ${verb} ${num(s.partial)}`; // partial: requests covering part of a 256-byte unit
       }
-      return s.memory === "dm" ? `DM ${s.dmns} DMN(s), balance ${Math.round(100 * s.dmn_balance)}%` : "";
+      return s.memory === "dm" ? `DM ${num(s.dmns)} DMN(s), balance ${share(s.dmn_balance)}` : "";
     };
-    return [["memory", `${memory.cycles} cycles, bound by ${memory.bottleneck}`], ["read", side(memory.read)],
-      ["write", side(memory.write)]];
+    const bottleneck = typeof memory.bottleneck === "string" ? memory.bottleneck : "?";
+    return [["memory", `${num(memory.cycles)} cycles, bound by ${bottleneck}`], ["read", side(memory.read, "reads")],
+      ["write", side(memory.write, "writes")]];
   }
 
   const lifetime = (it) => `${it.begin} – ${it.end} (${it.end - it.begin} cycles)`;
@@ -174,7 +180,7 @@
       const summary = `${model.kernel || name}: ${model.instructions.length} instructions, ${model.tensors.length} tensors`;
       $("summary").textContent = `${summary}, makespan ${model.makespan} cycles`;
       const marked = model.instructions.filter((o) => o.findings.length).map((o) => o.name);
-      if (marked.length) $("summary").textContent += `, ${marked.length} DMA(s) with memory findings (amber band)`;
+      if (marked.length) $("summary").textContent += `, ${marked.length} DMA(s) with memory findings (amber band, warning triangle)`;
       state.makespan = model.makespan;
       state.marked = marked;
       state.criticalPath = model.criticalPath.map((o) => o.name);
@@ -214,6 +220,7 @@
     load,
     setRange: (t0, t1) => view.setRange(t0, t1),
     locate: (name) => view.locate(name),
+    box: (name) => view.box(name),
     paneRect: (buffer) => view.paneRect(buffer),
     graphLayers: () => view.g.nodes.map((n) => [n.id, n.layer]),
     // Where the nodes are drawn (page pixels) and what colour a page pixel has: what the tests of the fit

@@ -12,11 +12,34 @@
   }));
   const PALETTE = [...new Set(COLOURS.values()), "#9c755f"];
   const colourIndex = (tpe) => PALETTE.indexOf(COLOURS.get(tpe) || "#9c755f");
-  const MARK_H = 4, MARK_FILL = "#ff7f0e"; // the band over a DMA with memory findings (`marked`)
+  // A DMA with memory findings (`marked`): an amber band across its top and, where the box has room, a
+  // warning triangle at its right end, so the mark reads without colour and apart from the red critical path.
+  const MARK_H = 4, MARK_FILL = "#ff7f0e", GLYPH_W = 12, GLYPH_ROOM = 24;
   const PANE_FILL = { Sram: "#a0cbe8", Trf: "#ffbe7d", Vrf: "#8cd17d", Spm: "#f1ce63", Dram: "#d4a6c8" };
 
   function fmt(n) {
     return Math.round(n).toLocaleString("en-US");
+  }
+
+  // Boxes that touch within a pixel share one rectangle: extends `run` ([x0, x1]) over the box, or adds
+  // the run to `path` and starts a new one. Returns the run now open.
+  function runTo(run, x0, x1, path, top, tall) {
+    if (run && x0 <= run[1] + 1) {
+      run[1] = Math.max(run[1], x1);
+      return run;
+    }
+    if (run) path.rect(run[0], top, run[1] - run[0], tall);
+    return [x0, x1];
+  }
+
+  // The warning triangle of a marked box ending at x1, in the same path as the bands: one fill for all.
+  function glyph(path, x1, top, tall) {
+    const mid = x1 - GLYPH_W / 2 - 2;
+    path.moveTo(mid, top + 1);
+    path.lineTo(mid + GLYPH_W / 2, top + tall - 1);
+    path.lineTo(mid - GLYPH_W / 2, top + tall - 1);
+    path.closePath();
+    return [mid, top + tall / 2 + 2]; // where its "!" goes
   }
 
   class ScheduleView {
@@ -31,7 +54,7 @@
       // Per lane, parallel to its sorted items: colour index and critical-path flag for the render loop.
       this.colours = {};
       this.critical = {};
-      this.marked = {}; // DMAs whose memory report names a pathology: an amber band across their top
+      this.marked = {}; // DMAs whose memory report names a pathology: amber band and warning triangle
       for (const lane of FV.LANES) {
         const items = schedule.lanes[lane].items;
         this.colours[lane] = Uint8Array.from(items, (o) => colourIndex(o.tpe));
@@ -117,7 +140,7 @@
       g.font = "11px system-ui, sans-serif";
       g.textBaseline = "middle";
       const hot = this.connected(this.hover || this.selection);
-      const outlined = [], critical = new Path2D(), marks = new Path2D(), labels = [], right = w - RIGHT;
+      const outlined = [], critical = new Path2D(), marks = new Path2D(), bangs = [], labels = [], right = w - RIGHT;
       const sx = (right - LEFT) / (this.t1 - this.t0); // x(t) = LEFT + (t - t0) * sx, inlined in the loops
       const dots = new Uint8Array((Math.ceil(w) + 2) * (PANE_H + 2));
       const drawn = { t0: this.t0, t1: this.t1, addr: {} };
@@ -135,30 +158,23 @@
         const L = this.s.lanes[lane], { items, begins, ends } = L, colours = this.colours[lane], crit = this.critical[lane];
         const mark = this.marked[lane];
         const runs = PALETTE.map(() => null);
-        let critRun = null;
+        let critRun = null, markRun = null;
         for (let k = FV.firstIndex(L, t0); k < items.length && begins[k] <= t1; k++) {
           if (ends[k] < t0) continue;
           const x0 = Math.max(LEFT + (begins[k] - t0) * sx, LEFT);
           const x1 = Math.min(Math.max(LEFT + (ends[k] - t0) * sx, x0 + 1), right);
-          const c = colours[k], run = runs[c];
-          if (run && x0 <= run[1] + 1) run[1] = Math.max(run[1], x1);
-          else {
-            if (run) paths[c].rect(run[0], top, run[1] - run[0], tall);
-            runs[c] = [x0, x1];
-          }
-          if (crit[k]) {
-            if (critRun && x0 <= critRun[1] + 1) critRun[1] = Math.max(critRun[1], x1);
-            else {
-              if (critRun) critical.rect(critRun[0], top, critRun[1] - critRun[0], tall);
-              critRun = [x0, x1];
-            }
-          }
-          if (mark[k]) marks.rect(x0, top, x1 - x0, MARK_H);
+          const c = colours[k];
+          runs[c] = runTo(runs[c], x0, x1, paths[c], top, tall);
+          if (crit[k]) critRun = runTo(critRun, x0, x1, critical, top, tall);
+          const glyphed = mark[k] && x1 - x0 >= GLYPH_ROOM; // a narrower box keeps the band alone
+          if (mark[k]) markRun = runTo(markRun, x0, x1, marks, top, MARK_H);
+          if (glyphed) bangs.push(glyph(marks, x1, top, tall));
           if (hot.size && hot.has(items[k])) outlined.push([x0, top, x1 - x0, tall]);
-          if (x1 - x0 > 30) labels.push([items[k].name, x0 + 3, y + LANE_H / 2, x1 - x0 - 6]);
+          if (x1 - x0 > 30) labels.push([items[k].name, x0 + 3, y + LANE_H / 2, x1 - x0 - 6 - (glyphed ? GLYPH_W + 4 : 0)]);
         }
         runs.forEach((run, c) => run && paths[c].rect(run[0], top, run[1] - run[0], tall));
         if (critRun) critical.rect(critRun[0], top, critRun[1] - critRun[0], tall);
+        if (markRun) marks.rect(markRun[0], top, markRun[1] - markRun[0], MARK_H);
       });
       FV.BUFFERS.forEach((b, i) => {
         const y = this.paneY(i), [lo, hi] = this.addrRange(b);
@@ -209,6 +225,9 @@
       g.fill(marks);
       g.fillStyle = "#111";
       for (const [text, lx, ly, room] of labels) g.fillText(text, lx, ly, room);
+      g.textAlign = "center";
+      for (const [bx, by] of bangs) g.fillText("!", bx, by);
+      g.textAlign = "left";
       g.strokeStyle = "#d62728";
       g.lineWidth = 1.5;
       g.stroke(critical);
@@ -301,12 +320,22 @@
       }
       return best;
     }
+    // Page rectangle of an instruction's box in its first lane, as render() computes it (for tests that
+    // read the pixels of its marks).
+    box(name) {
+      const o = this.s.instructions.find((i) => i.name === name && i.lanes.length);
+      if (!o) return null;
+      const r = this.canvas.getBoundingClientRect(), x0 = Math.max(this.x(o.begin), LEFT);
+      const x1 = Math.min(Math.max(this.x(o.end), x0 + 1), this.width - RIGHT);
+      const top = this.laneY(FV.LANES.indexOf(o.lanes[0])) + 3;
+      return { left: r.left + x0, right: r.left + x1, top: r.top + top, bottom: r.top + top + LANE_H - 6 };
+    }
     // Page coordinates of an item's box centre (for tests and for centring): the drawing's geometry.
     locate(name) {
-      const o = this.s.instructions.find((i) => i.name === name && i.lanes.length);
+      const box = this.box(name);
+      if (box) return { x: (box.left + box.right) / 2, y: (box.top + box.bottom) / 2 };
       const rect = this.canvas.getBoundingClientRect();
       const mid = (a, b) => (Math.max(this.x(a), LEFT) + Math.min(Math.max(this.x(b), this.x(a) + 1), this.width - RIGHT)) / 2;
-      if (o) return { x: rect.left + mid(o.begin, o.end), y: rect.top + this.laneY(FV.LANES.indexOf(o.lanes[0])) + LANE_H / 2 };
       const t = this.s.tensors.find((i) => i.name === name);
       if (!t || t.address === null) return null; // a tensor without an address has no box
       const b = t.buffer, yTop = Math.max(this.yOf(b, t.top), this.paneY(FV.BUFFERS.indexOf(b)));
