@@ -23,6 +23,8 @@ from furiosa_opt.mapping.factors import Comp, Factors, size
 from furiosa_opt.mapping.relayout import check_relayout, relayout_index
 from furiosa_opt.memo import ByteLru, bytes_cache
 
+writes_in_place = True  # `window_write` may write into a buffer that `exclusive` finds alone (tracers do not)
+
 
 @dataclass(eq=False)
 class Buf:

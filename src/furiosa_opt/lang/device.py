@@ -19,7 +19,7 @@ from furiosa_opt import env
 from furiosa_opt.arch import RNGD
 from furiosa_opt.backend import device as registered_device
 from furiosa_opt.diagnostics import Location, VerifyError, user_facing
-from furiosa_opt.lang import params
+from furiosa_opt.lang import params, plan
 from furiosa_opt.lang.context import RUNNING, DmaContext
 from furiosa_opt.lang.params import ParamType
 from furiosa_opt.lang.stream import TuContext
@@ -308,14 +308,20 @@ def launch(kernel: DeviceFunction, ctx: Context, *args: object) -> Any:
     backend = _check_backend(kernel)
     if not isinstance(ctx, Context):
         raise VerifyError("launch-context", f"launch({kernel.__name__}, ctx, ...) needs the Context first, got {ctx!r}")
+    if backend == "cpu":
+        return plan.launch(kernel, ctx, args, run_on_cpu)
     leaves = kernel.bind(args)
-    if backend != "cpu" and ctx.bound is not None and ctx.bound != kernel.device:
+    if ctx.bound is not None and ctx.bound != kernel.device:
         raise VerifyError(
             "launch-device",
             f"`{kernel.identity}` is compiled for {kernel.device}, the context is bound to {ctx.bound}",
         )
-    if backend != "cpu":
-        return returned(kernel, runtime_for(backend).run(kernel, [value for _, _, value in leaves]))
+    return returned(kernel, runtime_for(backend).run(kernel, [value for _, _, value in leaves]))
+
+
+def run_on_cpu(kernel: DeviceFunction, ctx: Context, args: tuple) -> Any:
+    """The kernel's body on the CPU backend, its arguments checked against its annotations."""
+    kernel.bind(args)
     values = iter(args)
     bound = [ctx if p.type is None else next(values) for p in kernel.parameters]
     token = RUNNING.set(kernel.identity)  # run-time faults (a gather's bad index) name the kernel

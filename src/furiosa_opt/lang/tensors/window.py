@@ -166,8 +166,8 @@ class TensorView:
         backend = active()
         data, self.base.data = self.base.data, None  # taken out, so that only `data` holds it here
         try:
-            if backend is cpu and cpu.exclusive(data):
-                written = cpu.window_write(data, blocks, block, self.window, mapping.factors, source.data, True)
+            if getattr(backend, "writes_in_place", False) and cpu.exclusive(data):
+                written = backend.window_write(data, blocks, block, self.window, mapping.factors, source.data, True)
             else:
                 written = backend.window_write(data, blocks, block, self.window, mapping.factors, source.data)
         except IndexError as error:
