@@ -72,6 +72,7 @@ bench: $(STAMP)
 	$(BIN)/python -m pytest -m slow || test $$? -eq 5  # 5: no test is marked slow
 	$(BIN)/python benchmarks/cpu_backend.py
 	$(BIN)/python benchmarks/host_round_trip.py
+	$(BIN)/python benchmarks/launch_overhead.py
 	$(BIN)/python benchmarks/transformer_shapes.py
 	$(BIN)/python benchmarks/lm_head.py
 	$(BIN)/python benchmarks/transformer_decode.py

@@ -260,6 +260,8 @@ def test_both_backends_compute_a_stage_with_the_arithmetic_its_entry_names(backe
 
     import harness  # inside the test: harness imports this module's kernels (it skips modules that import it)
 
+    from furiosa_opt.lang import plan
+
     kernel, module = harness.KERNELS["base_template.kernel.constant_add_kernel.constant_add_kernel"]
     expected = harness.run_on(backend, kernel, module)
     stage = STAGES["vector_fxp"]
@@ -270,6 +272,7 @@ def test_both_backends_compute_a_stage_with_the_arithmetic_its_entry_names(backe
         return stage.arithmetic(op, a, b) + np.int32(1)
 
     monkeypatch.setitem(STAGES, "vector_fxp", replace(stage, arithmetic=plus_one))
+    plan.clear()  # the stage table is changed in place, which a launch plan's key does not see (docs/design.md)
     got = harness.run_on(backend, kernel, module)
     assert calls, f"the {backend} backend did not compute `vector_fxp` with its entry's arithmetic"
     assert got != expected

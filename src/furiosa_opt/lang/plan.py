@@ -36,6 +36,7 @@ import types
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -97,10 +98,10 @@ def _leaf_key(leaf: object, bases: list) -> tuple:
     return type(leaf), id(leaf)
 
 
-def _named(fn: Callable) -> list[tuple[dict, str]]:
-    """(globals, name) of every module-level name `fn`'s code (and its nested code) reads, and of those
+def _named(fn: Callable) -> list[tuple[dict, tuple[str, ...]]]:
+    """(globals, names) of the module-level names `fn`'s code (and its nested code) reads, and of those
     read by the functions it names outside this package, transitively."""
-    found: list[tuple[dict, str]] = []
+    found: dict[int, tuple[dict, list[str]]] = {}
     seen: set[int] = set()
 
     def visit(function: Callable) -> None:
@@ -108,14 +109,15 @@ def _named(fn: Callable) -> list[tuple[dict, str]]:
             return
         seen.add(id(function.__code__))
         scope = function.__globals__
+        names = found.setdefault(id(scope), (scope, []))[1]
         for name in _names(function.__code__):
-            found.append((scope, name))
+            names.append(name)
             value = scope.get(name)
             if isinstance(value, types.FunctionType) and not value.__module__.startswith("furiosa_opt."):
                 visit(value)
 
     visit(fn)
-    return found
+    return [(scope, tuple(dict.fromkeys(names))) for scope, names in found.values()]
 
 
 def _names(code: types.CodeType) -> list[str]:
@@ -134,10 +136,10 @@ _MISSING = object()
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 
-def _key(kernel: Any, leaves: list, names: list[tuple[dict, str]]) -> tuple:
+def _key(kernel: Any, leaves: list, names: list[tuple[dict, tuple[str, ...]]]) -> tuple:
     bases: list = []
     leaf_keys = tuple(_leaf_key(leaf, bases) for leaf in leaves)
-    code = tuple(id(scope.get(name, _MISSING)) for scope, name in names)
+    code = tuple(chain.from_iterable(map(id, map(scope.get, group, repeat(_MISSING))) for scope, group in names))
     return id(kernel), id(kernel.fn.__code__), code, leaf_keys
 
 
@@ -585,7 +587,7 @@ def _record(kernel: Any, ctx: Any, key: tuple, leaves: list, names: list, args: 
         _RECORDING.pop()
         for i, view in views:
             view.window = windows[i]
-    keep = (kernel, kernel.fn.__code__, *(scope.get(name, _MISSING) for scope, name in names))
+    keep = (kernel, kernel.fn.__code__, *(scope.get(name, _MISSING) for scope, group in names for name in group))
     plan = _build(recorder, leaves, inputs, result, keep) if replayable else None
     COUNTS["recorded"] += 1
     plans = _PLANS.setdefault(key, [])
