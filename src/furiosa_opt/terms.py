@@ -34,10 +34,28 @@ def fold_terms(lhs: np.ndarray, rhs: np.ndarray, live: np.ndarray, acc: np.dtype
     """[batch, outputs]: `fold_products` of `lhs` and `rhs` [batch, outputs · reduced] (each output's terms
     innermost, in order) over the terms `live` [outputs, reduced] marks."""
     outputs, reduced = live.shape
-    left, right = lhs.reshape(lhs.shape[0], outputs, reduced), rhs.reshape(rhs.shape[0], outputs, reduced)
     columns = np.flatnonzero(live.any(axis=0))  # a term no output reads is skipped
-    total = fold_products(((left[..., r], right[..., r], live[:, r]) for r in columns), acc)
-    return np.broadcast_to(total, (max(lhs.shape[0], rhs.shape[0]), outputs))
+    left, right = lhs.reshape(lhs.shape[0], outputs, reduced), rhs.reshape(rhs.shape[0], outputs, reduced)
+    every = live[:, columns].all(axis=0)  # a term every output reads needs no mask
+    terms = (
+        (left[..., r], right[..., r]) if all_live else (left[..., r], right[..., r], live[:, r])
+        for r, all_live in zip(columns.tolist(), every.tolist(), strict=True)
+    )
+    return np.broadcast_to(fold_products(terms, acc), (max(lhs.shape[0], rhs.shape[0]), outputs))
+
+
+def fold_walked(lhs: np.ndarray, rhs: np.ndarray, live: np.ndarray, terms: int, acc: np.dtype) -> np.ndarray:
+    """[batch, outputs]: `fold_terms` of two strided views [batch, output digits…, term digits…] whose last
+    `terms` axes enumerate each output's terms: each term is a view of the operands, none is copied."""
+    outputs = live.shape[0]
+    outer, inner = lhs.shape[1 : lhs.ndim - terms], lhs.shape[lhs.ndim - terms :]
+    every = live.all(axis=0)
+    steps = []
+    for r in np.flatnonzero(live.any(axis=0)).tolist():  # a term no output reads is skipped
+        at = (Ellipsis, *np.unravel_index(r, inner))
+        steps.append((lhs[at], rhs[at]) if every[r] else (lhs[at], rhs[at], live[:, r].reshape(outer)))
+    total = fold_products(steps, acc)
+    return np.broadcast_to(total, (max(lhs.shape[0], rhs.shape[0]), *outer)).reshape(-1, outputs)
 
 
 def reduce_terms(

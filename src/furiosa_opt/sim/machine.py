@@ -96,6 +96,7 @@ def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
         memories = Memories(edf.buffers, dram, {b.name: b.chips for b in edf.buffers}, edf.chip)
     except Fault as error:
         raise SimulatorError(f"kernel {edf.identity}: {error}") from None
+    memories.computing(_dm_spans(commands_run(edf), buffers))
     unit = TensorUnit(memories, buffers)
     for command in commands_run(edf):
         try:
@@ -114,6 +115,33 @@ def execute(edf: Edf, dram: dict[str, np.ndarray]) -> None:
                 f"kernel {edf.identity}: command {command.index} ({command.opcode} on {command.context}, {where}): "
                 f"{_problem(error)}"
             ) from None
+
+
+def _dm_spans(commands: Iterator[Command], buffers: dict[str, Buffer]) -> list[tuple[int, int]] | None:
+    """The DM offsets each DMA and fill reaches (`Memories.computing`); None if an indirect move touches
+    DM, whose rows are known only when its index is read."""
+    spans = []
+    for command in commands:
+        if command.kind in ("dma", "pcopy"):
+            walk = command.dma
+            sides = [
+                (buffers[command.inputs[0]], walk.src_base, "src"),
+                (buffers[command.outputs[0]], walk.dst_base, "dst"),
+            ]
+        elif command.kind == "memset":
+            walk = command.fill
+            sides = [(buffers[command.outputs[0]], walk.base, "dst")]
+        elif command.kind == "indirect":
+            if any(buffers[name].memory == "sram" for name in (*command.inputs, *command.outputs)):
+                return None
+            continue
+        else:
+            continue
+        for buffer, base, side in sides:
+            span = Memories.dm_span(buffer, base, walk.loops, walk.packet, side)
+            if span is not None:
+                spans.append(span)
+    return spans
 
 
 def _dma(memories: Memories, command: Command, buffers: dict[str, Buffer]) -> None:

@@ -151,6 +151,28 @@ class Memories:
         self.chip_count = device
         rows = self.chip_count * SLICES
         self.files = {memory: np.zeros((rows, extent(memory)), dtype=np.uint8) for memory in ("sram", "trf", "vrf")}
+        self.live = slice(0, rows)  # the slices the Tensor Unit computes (`computing`)
+
+    def computing(self, spans: list[tuple[int, int]] | None) -> None:
+        """Let the Tensor Unit compute only the clusters that DMA reaches: `spans` are the (lowest, highest)
+        DM offsets of every DMA, fill and indirect move (None: some move's reach is known only at run time,
+        so every cluster). A cluster no move reads or writes starts as zeros and ends unread; the engines
+        move data within a cluster only (the switch's ring, the slice reducers), so its work reaches no
+        cluster that is read. Its rows are still allocated, as zero pages that are never touched."""
+        if spans is None:
+            return
+        per_cluster, rows = RNGD.slices_per_cluster, self.files["sram"].shape[0]
+        ends = [self._row(offset) for span in spans for offset in span]
+        if not ends:
+            self.live = slice(0, 0)
+            return
+        first = max(0, min(ends)) // per_cluster * per_cluster
+        self.live = slice(first, min(rows, (max(ends) // per_cluster + 1) * per_cluster))
+
+    @staticmethod
+    def _row(offset: int) -> int:
+        """The file row (chip · slices + slice) of a DM offset from DM_BASE."""
+        return offset // CHIP_STRIDE * SLICES + offset % CHIP_STRIDE // SLICE_STRIDE
 
     # ---- a DRAM buffer or the DM slices by virtual address (DMA) ----
 
@@ -195,6 +217,15 @@ class Memories:
         sizes = tuple(max(0, n) for n in [*(loop.size for loop in loops), packet])
         view = self._window(target, config.base, (sizes, (*(loop.dst for loop in loops), 1)), True)
         view[...] = np.tile(pattern, packet // len(pattern))
+
+    @staticmethod
+    def dm_span(buffer: Buffer, address: int, loops: list, packet: int, side: str) -> tuple[int, int] | None:
+        """The (lowest, highest) DM offset a move's walk reaches on one side (`src` or `dst` strides), or
+        None when that side is not DM or the walk is empty."""
+        if buffer.memory != "sram":
+            return None
+        sizes = (*(max(0, loop.size) for loop in loops), max(0, packet))
+        return _reach(address - DM_BASE, (sizes, (*(getattr(loop, side) for loop in loops), 1)))
 
     def _window(self, buffer: Buffer, address: int, loops: Loops, writeable: bool) -> np.ndarray:
         """The bytes the loops visit from virtual `address`, in a DRAM buffer (chip by chip, each chip's
@@ -243,8 +274,8 @@ class Memories:
 
     def load(self, memory: str, start: int, loops: Loops, unit: int, live: np.ndarray | None = None) -> np.ndarray:
         """[slices, positions, unit] bytes of the `unit`-byte elements the loops visit from offset `start`,
-        read in every slice; zero at positions not `live` (None: all are), which are not read."""
-        file = self.files[memory]
+        read in every slice computed; zero at positions not `live` (None: all are), which are not read."""
+        file = self.files[memory][self.live]
         view = self._slices(memory, start, loops, unit, writeable=False)
         if view is not None:
             out = np.array(view).reshape(file.shape[0], -1, unit)
@@ -262,7 +293,7 @@ class Memories:
         """Write `data` ([slices, positions, unit] bytes) at the positions the loops visit from offset
         `start` in every slice, only where `live` (None: everywhere). Every live byte is checked before
         any is written. Positions that land on one address leave one of their values, unspecified which."""
-        file = self.files[memory]
+        file = self.files[memory][self.live]
         view = self._slices(memory, start, loops, unit, writeable=True)
         if view is not None:
             where = True if live is None else live.reshape(1, *loops[0], 1)
@@ -275,7 +306,7 @@ class Memories:
 
     def _slices(self, memory: str, start: int, loops: Loops, unit: int, writeable: bool) -> np.ndarray | None:
         """The [slices, sizes…, unit] view of the file, or None if some position (live or not) reaches outside."""
-        file = self.files[memory]
+        file = self.files[memory][self.live]
         sizes, strides = (*loops[0], unit), (*loops[1], 1)
         reach = _reach(start, (sizes, strides))
         if reach is not None and (reach[0] < 0 or reach[1] >= file.shape[1]):

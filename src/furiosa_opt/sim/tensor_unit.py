@@ -27,9 +27,9 @@ from furiosa_opt.dtypes import DTYPE_CODES, DType, dtype_by_name
 from furiosa_opt.sim import switch, vector_engine  # noqa: F401 (they register their stages)
 from furiosa_opt.sim.memory import Fault, Loops, Memories
 from furiosa_opt.sim.stream import Operand, Stream, Unsupported
-from furiosa_opt.sim.walk import box_mask, gather
+from furiosa_opt.sim.walk import box_mask, gather, inner_axes, refined, walked
 from furiosa_opt.stages import STAGES, register
-from furiosa_opt.terms import fold_terms, reduce_terms, widener
+from furiosa_opt.terms import fold_terms, fold_walked, reduce_terms, widener
 from furiosa_opt.vector.codes import OPS
 
 
@@ -110,11 +110,17 @@ class TensorUnit:
             return stream
         lhs, trf = pending["lhs"], pending["trf"]
         acc = DTYPE_CODES.value(config.acc)
-        terms, count = [], box_size(config.terms)
-        for side, operand in (("lhs", lhs), ("rhs", trf)):
-            values = widener(acc, operand.dtype)(operand.values)
-            terms.append(gather(values, getattr(config, f"{side}_walk"), getattr(config, f"{side}_table"), count, None))
-        sums = fold_terms(*terms, _term_live(config), acc.storage)
+        live = _term_live(config)
+        widened = [widener(acc, operand.dtype)(operand.values) for operand in (lhs, trf)]
+        walks = [config.lhs_walk, config.rhs_walk]
+        loops = None if config.lhs_table or config.rhs_table else refined(walks, live.shape[1])
+        if loops is not None:  # both sides read as views, each term a view: nothing the size of the terms
+            views = [walked(values, side).view(values.dtype) for values, side in zip(widened, loops, strict=True)]
+            sums = fold_walked(*views, live, inner_axes(loops[0], live.shape[1]), acc.storage)
+        else:
+            count, tables = box_size(config.terms), (config.lhs_table, config.rhs_table)
+            terms = [gather(v, w, t, count, None) for v, w, t in zip(widened, walks, tables, strict=True)]
+            sums = fold_terms(*terms, live, acc.storage)
         out = replace(stream.reshaped(config), dtype=acc, tags=None)
         return replace(out, values=gather(sums, config.walk, config.table, out.positions, out.live))
 

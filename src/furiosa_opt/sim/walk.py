@@ -18,6 +18,7 @@ backends instead of being made twice.
 from __future__ import annotations
 
 import math
+from itertools import pairwise
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -60,15 +61,59 @@ def gather(
         out = values[:, np.maximum(index, 0)]
         out[:, index < 0] = 0
     else:
-        loops = pairs(walk)
-        reach = extent(walk)  # an over-read at padding walks past the end: it reads zeros
-        source = np.ascontiguousarray(values)
-        if reach > source.shape[1]:
-            source = np.concatenate([source, np.zeros((batch, reach - source.shape[1]), source.dtype)], axis=1)
-        bits = source.view(f"u{source.itemsize}")  # as_strided keeps numpy's own dtypes only (not bf16, f8)
-        item = bits.strides[1]
-        view = as_strided(bits, (batch, *(n for n, _ in loops)), (bits.strides[0], *(s * item for _, s in loops)))
-        out = np.array(view).reshape(batch, -1).view(values.dtype)  # the one copy
+        out = np.array(walked(values, pairs(walk))).reshape(batch, -1).view(values.dtype)  # the one copy
     if live is not None:
         out = np.where(live, out, np.zeros((), out.dtype))
     return out
+
+
+def walked(values: np.ndarray, loops: list[tuple[int, int]]) -> np.ndarray:
+    """`values` [batch, source positions] seen through the loops: a strided view [batch, loop sizes…] of
+    its bits (as_strided keeps numpy's own dtypes only, not bf16 or f8; `.view(dtype)` of a copy gives
+    them back). An over-read at padding walks past the end and reads zeros."""
+    batch, reach = values.shape[0], extent([x for loop in loops for x in loop])
+    source = np.ascontiguousarray(values)
+    if reach > source.shape[1]:
+        source = np.concatenate([source, np.zeros((batch, reach - source.shape[1]), source.dtype)], axis=1)
+    bits = source.view(f"u{source.itemsize}")
+    item = bits.strides[1]
+    return as_strided(bits, (batch, *(n for n, _ in loops)), (bits.strides[0], *(s * item for _, s in loops)))
+
+
+def refined(walks: list[list[int]], inner: int) -> list[list[tuple[int, int]]] | None:
+    """The walks' loops cut at every boundary either walk has and at `inner` (the positions below it are
+    one output's terms), so that all have the same loop sizes, outermost first; None where a boundary
+    falls inside a loop that it does not divide (the fold then takes a copy instead)."""
+    if any(n < 1 for walk in walks for n in walk[::2]):
+        return None
+    bounds = {1, inner}
+    for walk in walks:
+        span = 1
+        for n, _ in reversed(pairs(walk)):
+            span *= n
+            bounds.add(span)
+    chain = sorted(bounds)
+    if chain[-1] != math.prod(walks[0][::2]) or any(b % a for a, b in pairwise(chain)):
+        return None
+    out = []
+    for walk in walks:
+        loops, span = [], 1
+        for n, stride in reversed([(n, s) for n, s in pairs(walk) if n != 1]):  # a loop of one step moves nothing
+            cuts = [b for b in chain if span < b <= span * n]
+            if not cuts or cuts[-1] != span * n:
+                return None
+            low = span
+            for b in cuts:
+                loops.append((b // low, stride * (low // span)))
+                low = b
+            span *= n
+        out.append(loops[::-1])
+    return out
+
+
+def inner_axes(loops: list[tuple[int, int]], inner: int) -> int:
+    """How many of the (refined) loops, innermost first, span exactly `inner` positions."""
+    axes, span = 0, 1
+    while span < inner:
+        axes, span = axes + 1, span * loops[-1 - axes][0]
+    return axes
