@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from furiosa_opt.sim.memory import Fault
-from furiosa_opt.sim.walk import box_mask, extent, gather
+from furiosa_opt.sim.walk import box_mask, extent, gather, inner_axes, refined, walked
+from furiosa_opt.terms import fold_terms, fold_walked
 
 
 def visited(walk: list[int]) -> list[int]:
@@ -55,3 +56,31 @@ def test_a_walk_that_does_not_fit_its_destination_is_a_fault():
 def test_a_box_is_an_and_of_its_digits():
     assert box_mask([2, 2, 3, 3]) is None
     assert box_mask([2, 1, 3, 2]).tolist() == [True, True, False, False, False, False]
+
+
+@pytest.mark.parametrize(
+    ("lhs", "rhs", "outputs", "reduced"),
+    [
+        ([4, 8, 8, 1], [4, 0, 8, 1], 4, 8),  # a matrix times a broadcast vector: 4 outputs of 8 terms
+        ([2, 16, 2, 4, 4, 1], [2, 0, 2, 1, 4, 2], 4, 4),  # boundaries the sides do not share: both cut
+        ([4, 1, 6, 4], [24, 1], 2, 12),  # the loop of 6 cut at the term boundary: 2 outputs of 4 · 3 terms
+    ],
+)
+def test_terms_folded_through_views_equal_terms_copied_out(lhs, rhs, outputs, reduced):
+    """The contraction's view path (`refined` loops, `fold_walked`) against the copying one (`gather`,
+    `fold_terms`), bit for bit, with a mask that leaves some terms out."""
+    rng = np.random.default_rng(3)
+    left, right = (rng.standard_normal((2, 64)).astype(np.float32) for _ in range(2))
+    live = rng.random((outputs, reduced)) < 0.8
+    copied = fold_terms(gather(left, lhs, [], outputs * reduced, None), gather(right, rhs, [], outputs * reduced, None),
+                        live, np.float32)  # fmt: skip
+    loops = refined([lhs, rhs], reduced)
+    assert loops is not None and [n for n, _ in loops[0]] == [n for n, _ in loops[1]]
+    views = [walked(values, side).view(np.float32) for values, side in zip((left, right), loops, strict=True)]
+    folded = fold_walked(*views, live, inner_axes(loops[0], reduced), np.float32)
+    assert np.array_equal(folded.view(np.uint32), copied.view(np.uint32))
+
+
+def test_loops_that_a_boundary_cuts_unevenly_are_not_refined():
+    assert refined([[6, 1], [2, 3, 3, 1]], 4) is None  # 4 does not divide the 6 positions
+    assert refined([[3, 2, 2, 1], [2, 3, 3, 1]], 2) is None  # boundaries 2 and 3 do not nest
