@@ -202,14 +202,25 @@ def elementwise(fn, *bufs: Buf) -> Buf:
 
     Operands that are the live grid of one layout (or constants) are computed on the grid: once per
     distinct value along broadcast axes, replicated as a view, and once for the padding value."""
+    held = grids_of(bufs)
+    with np.errstate(all="ignore"):
+        if held is None:
+            return fresh(fn(*(b.values() for b in bufs)))
+        return on_grids(fn, held, fn(*(np.full(1, f, dtype=g.dtype) for g, f in held[1]))[0])
+
+
+def grids_of(bufs: tuple) -> tuple[Factors, list[tuple[np.ndarray, int | float]]] | None:
+    """(layout, each operand's (live grid, padding value)) when every operand is the live grid of one
+    layout or a constant; else None."""
     layout = next((b.layout for b in bufs if isinstance(b, Buf) and b.layout is not None), None)
     held = [_grid(b, layout) for b in bufs] if layout is not None else [None]
+    return None if any(h is None for h in held) else (layout, held)
+
+
+def on_grids(fn, held: tuple[Factors, list[tuple[np.ndarray, int | float]]], fill: int | float) -> Buf:
+    """`fn` over the operands' grids (`grids_of`), its padding value `fill` (what `fn` gives for theirs)."""
     with np.errstate(all="ignore"):
-        if all(h is not None for h in held):
-            grids = [g for g, _ in held]
-            fill = fn(*(np.full(1, f, dtype=g.dtype) for g, f in held))[0]
-            return Buf(_once(fn, grids), layout=layout, fill=fill)
-        return fresh(fn(*(b.values() for b in bufs)))
+        return Buf(_once(fn, [g for g, _ in held[1]]), layout=held[0], fill=fill)
 
 
 def _once(fn, grids: list[np.ndarray]) -> np.ndarray:
