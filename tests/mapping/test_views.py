@@ -10,7 +10,7 @@ from mapping_strategies import layout_pairs
 
 from furiosa_opt.mapping import axes, m
 from furiosa_opt.mapping.relayout import _decoded_index, check_relayout
-from furiosa_opt.mapping.views import plan
+from furiosa_opt.mapping.views import plan, regrid
 
 
 def same_as_index(src, dst, broadcast=True, drop=False):
@@ -59,3 +59,32 @@ def test_composites_are_left_to_index_maps():
 def test_random_layout_pairs_move_like_the_index_map(pair):
     src, dst = pair
     same_as_index(src, dst, False)
+
+
+P, T, H, U, W = axes(P=64, T=4, H=32, U=6, W=4)
+
+
+@pytest.mark.parametrize(
+    ("have", "want", "expressible"),
+    [
+        ("P # 128, T, H", "T # 512, H", True),  # a reshape of a broadcast state: copy 0 of 64
+        ("P, T, H", "P / 8, P % 8, T, H", True),  # a split: every cell
+        ("U, W", "W, U", False),  # digits of 4 and 6 do not nest
+        ("T, H # 64", "T / 2, T % 2 # 128", False),  # a live count of 2 is not a whole digit of 64
+    ],
+)
+def test_a_layout_relabelling_the_same_positions_reads_its_live_cells_as_a_box(have, want, expressible):
+    """`regrid`: the live cells of `want` read from the live grid of `have` (same positions, other axes),
+    against the positions themselves: have's buffer holds its positions, so want's live cells must read
+    the positions at want's live cells."""
+    have_map, want_map = m[have], m[want]
+    box = regrid(have_map.factors, want_map.factors)
+    if not expressible:
+        assert box is None
+        return
+    positions = np.arange(have_map.size, dtype=np.int64)
+    grid = positions.reshape(tuple(f.e for f in have_map.factors))[tuple(slice(0, f.m) for f in have_map.factors)]
+    cells = box.apply(grid)
+    assert cells is not None and np.shares_memory(cells, positions)
+    expected = positions.reshape(tuple(f.e for f in want_map.factors))[tuple(slice(0, f.m) for f in want_map.factors)]
+    assert np.array_equal(cells, expected)

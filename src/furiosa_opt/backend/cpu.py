@@ -169,9 +169,22 @@ def relayout(buf: Buf, src: Factors, dst: Factors, broadcast: bool, drop: bool =
     if view is None:
         base, index = _indexed(buf)
         return Buf(base, compose(index, relayout_index(src, dst, broadcast, drop)))
-    held = _grid(buf, src)
-    live = view.source.view_live(held[0]) if held is not None else view.source.view(buf.values())
+    cells = _live(buf, src)
+    live = view.source.view_live(cells) if cells is not None else view.source.view(buf.values())
     return Buf(view.target.grid(live), layout=dst)
+
+
+def _live(buf: object, layout: Factors) -> np.ndarray | None:
+    """The live cells of `layout` in `buf`, as a view: its grid, or a box of the grid of the layout the
+    buffer was made in, when `layout` relabels the same positions (a reshape of a broadcast buffer then
+    reads one copy, not all of them)."""
+    held = _grid(buf, layout)
+    if held is not None:
+        return held[0]
+    if type(buf) is not Buf or buf.layout is None:
+        return None
+    box = views.regrid(buf.layout, layout)
+    return None if box is None else box.apply(buf.base)
 
 
 def _indexed(buf: object) -> tuple[np.ndarray, np.ndarray | None]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 
 import numpy as np
 
@@ -110,6 +111,67 @@ def plan(src: Factors, dst: Factors) -> ViewPlan | None:
     order = [(d.key, d.cut, d.count) for d in dst_subs]
     source = layout_source(src, src_subs, order)
     return None if target is None or source is None else ViewPlan(source, target)
+
+
+@dataclass(frozen=True)
+class Regrid:
+    """Where the live cells of one layout lie in the live grid of another that lays out the same positions
+    (a reshape relabels them, as `t.reshape(...)` does): the grid split into the digits both share, cut to
+    the wanted layout's live counts, merged into its factors."""
+
+    split: tuple[int, ...]  # the have grid as common digits
+    take: tuple[slice, ...]  # the wanted live box
+    shape: tuple[int, ...]  # the wanted grid: its live count per factor
+
+    def apply(self, grid: np.ndarray) -> np.ndarray | None:
+        """The wanted layout's live cells as a view of `grid`, or None when merging digits would copy."""
+        merged = grid.reshape(self.split)[self.take].view()
+        try:
+            merged.shape = self.shape  # in place: refused (AttributeError) where only a copy could do it
+        except AttributeError:
+            return None
+        return merged
+
+
+@lru_cache(maxsize=4096)
+def regrid(have: Factors, want: Factors) -> Regrid | None:
+    """How `want`'s live cells sit in `have`'s live grid when both lay out the same positions; None when
+    their sizes differ, a layout has composite atoms, their digits do not nest, or `want`'s live cells are
+    not a box inside `have`'s."""
+    if size(have) != size(want) or has_composite(have) or has_composite(want):
+        return None
+    spans = {1}
+    for fs in (have, want):
+        span = 1
+        for f in reversed(fs):
+            span *= f.e
+            spans.add(span)
+    chain = sorted(spans)
+    if any(b % a for a, b in pairwise(chain)):
+        return None
+    boxes = [_live_box(fs, chain) for fs in (have, want)]
+    if None in boxes or any(w > h for w, h in zip(boxes[1][1], boxes[0][1], strict=True)):
+        return None
+    return Regrid(boxes[0][1], tuple(slice(0, w) for w in boxes[1][1]), tuple(f.m for f in want))
+
+
+def _live_box(fs: Factors, chain: list[int]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(the common digits' extents, each digit's live count) of a layout whose every factor is cut at the
+    `chain` of spans; None when a factor's live cells are not a box of its digits (its live count is not
+    a whole number of its inner digits)."""
+    extents, live, span = [], [], 1
+    for f in reversed(fs):
+        if f.e == 1:  # one position: no digit (its grid axis has the one cell)
+            continue
+        cuts = [b // span for b in chain if span < b <= span * f.e]
+        digits = [b // a for a, b in pairwise([1, *cuts])]  # inner first
+        inner = math.prod(digits[:-1])
+        if f.m % inner:
+            return None
+        extents += digits
+        live += [*digits[:-1], f.m // inner]
+        span *= f.e
+    return tuple(reversed(extents)), tuple(reversed(live))
 
 
 def joint(*mappings: Factors) -> list[list[SubDigit]] | None:
