@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from furiosa_opt.fold import ContractionPlan, contraction_plan, fold, fold_through_views, fold_views, reduce_fold
 from furiosa_opt.mapping import views
@@ -276,6 +277,11 @@ def window_read(buf: Buf, outer: int, element: int, window: int, view: Factors) 
     if live is None:
         return Buf(buf.base, compose(buf.index, window_index(outer, element, window, view)))
     span = live.extent  # cells past the last live one are padding: not read (zeros cost no pages)
+    if outer == 1:  # the live cells alone, as the view's grid (a row of a table-sized view is a row)
+        region = buf.values()[window : window + span]
+        steps = np.cumprod((1, *live.shape[:0:-1]))[::-1] * region.strides[0]  # one position: one element
+        counts = tuple(t.stop for t in live.take)
+        return Buf(np.array(as_strided(region, counts, tuple(steps.tolist()), writeable=False)), layout=view)
     seen = np.zeros((outer, size(view)), dtype=buf.values().dtype)
     seen[:, :span] = buf.values().reshape(outer, element)[:, window : window + span]
     out = np.zeros((outer, *live.shape), dtype=seen.dtype)
