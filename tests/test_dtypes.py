@@ -309,6 +309,18 @@ def test_f32_from_bf16_hw():
     assert dt.f32_from_bf16_hw(dt.bf16_from_f32(fv(1.5, -2.5))).tolist() == [1.5, -2.5]
 
 
+def test_f32_from_bf16_hw_on_every_code():
+    """All 65536 codes against ml_dtypes' exact widening, with the hardware's two exceptions applied on top:
+    a subnormal becomes its signed zero, any NaN the canonical 0x7fc00000."""
+    codes = np.arange(1 << 16, dtype=np.uint32)
+    exact = codes.astype(np.uint16).view(ml_dtypes.bfloat16).astype(np.float32).view(np.uint32)
+    subnormal = ((codes & 0x7F80) == 0) & ((codes & 0x7F) != 0)
+    nan = ((codes & 0x7F80) == 0x7F80) & ((codes & 0x7F) != 0)
+    expected = np.where(subnormal, (codes << 16) & 0x80000000, np.where(nan, 0x7FC00000, exact))
+    got = dt.f32_from_bf16_hw(codes.astype(np.uint16).view(ml_dtypes.bfloat16)).view(np.uint32)
+    assert np.array_equal(got, expected)
+
+
 def test_bf16_relu():
     x = f32(0x80000000, 0xFF800000, 0x80000001, 0xBF800000, 0x00000001, 0x7F800000, 0x3F800000, 0x00000000)
     assert bits_of(dt.bf16_from_f32_relu_hw(x)) == [0, 0, 0, 0, 0, 0x7F80, 0x3F80, 0]

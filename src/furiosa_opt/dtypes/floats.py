@@ -84,12 +84,22 @@ def bf16_from_f32_relu_hw(x) -> np.ndarray:
     return _as(np.where(clamp, 0, _bf16_hw_bits(n)), BF16)
 
 
-def f32_from_bf16_hw(x) -> np.ndarray:
-    """Hardware bf16 -> f32 (``float/bf16.rs``): NaN -> 0x7fc00000, subnormal -> signed zero, else exact."""
-    h = _codes(x, BF16)
-    wide = h.astype(np.uint32) << 16
+def _bf16_hw_table() -> np.ndarray:
+    """Hardware bf16 -> f32 bits (``float/bf16.rs``) for all 65536 codes: NaN -> 0x7fc00000, subnormal ->
+    signed zero, else exact."""
+    h = np.arange(1 << 16, dtype=np.uint32)
+    wide = h << 16
     out = np.where((h & 0x7F80) == 0, wide & 0x80000000, wide)
-    return np.where((h & 0x7FFF) > 0x7F80, np.uint32(_F32_QNAN), out).astype(np.uint32).view(np.float32)
+    return np.where((h & 0x7FFF) > 0x7F80, np.uint32(_F32_QNAN), out).astype(np.uint32)
+
+
+_BF16_TO_F32_HW = _bf16_hw_table()
+
+
+def f32_from_bf16_hw(x) -> np.ndarray:
+    """Hardware bf16 -> f32 (``float/bf16.rs``): NaN -> 0x7fc00000, subnormal -> signed zero, else exact.
+    One lookup in the rule's table of every code (a quarter of the time of the rule on each cell)."""
+    return _BF16_TO_F32_HW[_codes(x, BF16)].view(np.float32)
 
 
 # --- f8e4m3: bias 7, no inf, NaN = 0x7f/0xff, max 448 ---
