@@ -4,7 +4,8 @@ gemm (512 × 512 × 64) and the three transformer-shaped kernels of `transformer
 `FURIOSA_OPT_BACKEND=npu` (HBM tensors in the simulated device's memory, the EDF compiled in this process
 beforehand, untimed) and on the CPU backend. On each backend the output must equal numpy's bit for bit
 before that backend is timed, so the two also agree with each other. Each side is the best of several
-repeats after that first launch. The figure of merit is `simulator / CPU backend`; the target is ≤ 5×.
+repeats after that first launch. The figure of merit is `simulator / CPU backend`; the target is ≤ 1.5× for
+gemm and ≤ 5× for the others.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from base_template.kernel.gemm_kernel import I, J, K, gemm_kernel
 from furiosa_opt import Context, HbmTensor, HostTensor, bf16, launch, m
 from furiosa_opt.runtime import compiled_here
 
+TARGETS = {"gemm": 1.5}  # by the case name's first word; else TARGET
 TARGET = 5.0
 
 
@@ -71,7 +73,8 @@ def main() -> int:
             continue
         ratio = simulated / cpu
         figures = f"simulator {duration(simulated)}, CPU {duration(cpu)}"
-        row(case.name, figures, f"{ratio:.3g}×", f"≤ {TARGET:g}×", ratio <= TARGET)
+        target = TARGETS.get(case.name.split()[0], TARGET)
+        row(case.name, figures, f"{ratio:.3g}×", f"≤ {target:g}×", ratio <= target)
     return 1 if failed else 0
 
 
