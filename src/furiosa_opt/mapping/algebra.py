@@ -236,8 +236,16 @@ def tile_view(current: Mapping, index: Mapping, length: int, hole: PadKind) -> M
         return kept
     if not 1 <= length <= index.size:
         raise MappingError(f"tile: length {length} must lie in 1..{index.size} (the size of `{index}`)")
-    if len(ifs) != 1:
+    tiled = _tiled(cf, ifs, length, hole) if len(ifs) == 1 else None
+    if tiled is None:
         raise MappingError(f"tile: failed to split `{current}` by the index expression `{index}`")
+    return Mapping(tiled)
+
+
+@functools.lru_cache(maxsize=1024)
+def _tiled(cf: Factors, ifs: Factors, length: int, hole: PadKind) -> Factors | None:
+    """The canonical factors of `tile_view`'s result, or None where `ifs` is no digit of `cf` (a host
+    program tiles the same view at every call: this is worked out once)."""
     target = ifs[0]
     for i, f in enumerate(cf):
         if f.atom != target.atom or not isinstance(f.atom, SymAtom | Comp) or target.s % f.s:
@@ -252,8 +260,8 @@ def tile_view(current: Mapping, index: Mapping, length: int, hole: PadKind) -> M
         if canon(digit) != ifs:
             continue
         window = pad(resize(digit, length), target.e, hole)
-        return derived([*cf[:i], *rest, *window, *lower, *cf[i + 1 :]])
-    raise MappingError(f"tile: failed to split `{current}` by the index expression `{index}`")
+        return canon([*cf[:i], *rest, *window, *lower, *cf[i + 1 :]])
+    return None
 
 
 # ---- DMA bursts -------------------------------------------------------------------------------------
