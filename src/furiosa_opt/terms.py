@@ -46,16 +46,25 @@ def fold_terms(lhs: np.ndarray, rhs: np.ndarray, live: np.ndarray, acc: np.dtype
 
 def fold_walked(lhs: np.ndarray, rhs: np.ndarray, live: np.ndarray, terms: int, acc: np.dtype) -> np.ndarray:
     """[batch, outputs]: `fold_terms` of two strided views [batch, output digits…, term digits…] whose last
-    `terms` axes enumerate each output's terms: each term is a view of the operands, none is copied."""
+    `terms` axes enumerate each output's terms. Each operand is copied once, term-major and without the
+    axes it broadcasts, so no copy is the size of the terms (outputs × terms per output)."""
     outputs = live.shape[0]
     outer, inner = lhs.shape[1 : lhs.ndim - terms], lhs.shape[lhs.ndim - terms :]
     every = live.all(axis=0)
+    left, right = _term_major(lhs, terms), _term_major(rhs, terms)
     steps = []
     for r in np.flatnonzero(live.any(axis=0)).tolist():  # a term no output reads is skipped
-        at = (Ellipsis, *np.unravel_index(r, inner))
-        steps.append((lhs[at], rhs[at]) if every[r] else (lhs[at], rhs[at], live[:, r].reshape(outer)))
+        at = np.unravel_index(r, inner)
+        steps.append((left[at], right[at]) if every[r] else (left[at], right[at], live[:, r].reshape(outer)))
     total = fold_products(steps, acc)
     return np.broadcast_to(total, (max(lhs.shape[0], rhs.shape[0]), *outer)).reshape(-1, outputs)
+
+
+def _term_major(view: np.ndarray, terms: int) -> np.ndarray:
+    """A contiguous copy of `view` with its last `terms` axes first, so that each term reads one block; an
+    axis the view broadcasts (stride 0) stays one cell wide, broadcast again when the terms combine."""
+    kept = view[tuple(slice(0, 1) if step == 0 else slice(None) for step in view.strides)]
+    return np.ascontiguousarray(np.moveaxis(kept, tuple(range(view.ndim - terms, view.ndim)), tuple(range(terms))))
 
 
 def reduce_terms(
