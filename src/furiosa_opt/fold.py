@@ -9,7 +9,6 @@ integers wrap.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,7 +21,7 @@ from furiosa_opt.mapping.factors import BC, Factors, size
 from furiosa_opt.mapping.relayout import live_mask, relaid, relayout_index
 from furiosa_opt.mapping.views import Source, Target, joint, layout_source, layout_target
 from furiosa_opt.memo import bytes_cache
-from furiosa_opt.terms import fold_products, reduce_terms
+from furiosa_opt.terms import fold_products, inner_order, reduce_terms
 
 
 @dataclass(frozen=True)
@@ -133,7 +132,7 @@ def fold_through_views(
     else:
         left, right = plan.lhs.view(lhs), plan.rhs.view(rhs)
     first = left.ndim - len(plan.reduced) - len(plan.kept_order)  # leading batch axes (simulator slices)
-    order = _inner_order(left.shape[first + len(plan.reduced) :], right.shape[first + len(plan.reduced) :])
+    order = inner_order(left.shape[first + len(plan.reduced) :], right.shape[first + len(plan.reduced) :])
     outer = tuple(range(first + len(plan.reduced)))
     moved = outer + tuple(len(outer) + i for i in order)
     left, right = np.ascontiguousarray(left.transpose(moved)), np.ascontiguousarray(right.transpose(moved))
@@ -142,17 +141,6 @@ def fold_through_views(
     back = np.argsort(order)  # the kept axes in `pre_reduce` order again
     kept = total.transpose(tuple(range(first)) + tuple(first + int(back[i]) for i in plan.kept_order))
     return plan.out.place(kept)
-
-
-def _inner_order(left: tuple[int, ...], right: tuple[int, ...]) -> list[int]:
-    """An order of the kept axes that makes numpy's inner loop long: axes both operands hold outside,
-    then those only one holds, the larger group innermost (numpy loops fastest over the last axis)."""
-    both = [i for i in range(len(left)) if left[i] > 1 and right[i] > 1]
-    only_left = [i for i in range(len(left)) if left[i] > 1 and right[i] == 1]
-    only_right = [i for i in range(len(left)) if right[i] > 1 and left[i] == 1]
-    rest = [i for i in range(len(left)) if left[i] == 1 and right[i] == 1]
-    small, large = sorted((only_left, only_right), key=lambda g: math.prod(left[i] * right[i] for i in g))
-    return rest + both + small + large
 
 
 # ---- reduces (the Vector Engine's intra- and inter-slice reducers) --------------------------------------

@@ -11,6 +11,7 @@ stage 2 wrote (`sim/walk.py`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -51,20 +52,42 @@ def fold_walked(lhs: np.ndarray, rhs: np.ndarray, live: np.ndarray, terms: int, 
     outputs = live.shape[0]
     outer, inner = lhs.shape[1 : lhs.ndim - terms], lhs.shape[lhs.ndim - terms :]
     every = live.all(axis=0)
-    left, right = _term_major(lhs, terms), _term_major(rhs, terms)
+    kept = lhs.ndim - terms  # batch and output axes, ordered for long inner loops (`inner_order`)
+    order = inner_order(_cells(lhs)[:kept], _cells(rhs)[:kept])
+    left, right = _term_major(lhs, terms, order), _term_major(rhs, terms, order)
+    masks = live.reshape(*outer, -1)[..., None].transpose(-2, -1, *range(len(outer)))  # [term, 1, outer…]
     steps = []
     for r in np.flatnonzero(live.any(axis=0)).tolist():  # a term no output reads is skipped
         at = np.unravel_index(r, inner)
-        steps.append((left[at], right[at]) if every[r] else (left[at], right[at], live[:, r].reshape(outer)))
-    total = fold_products(steps, acc)
+        keep = None if every[r] else masks[r].transpose(order)
+        steps.append((left[at], right[at]) if keep is None else (left[at], right[at], keep))
+    total = fold_products(steps, acc).transpose(np.argsort(order))
     return np.broadcast_to(total, (max(lhs.shape[0], rhs.shape[0]), *outer)).reshape(-1, outputs)
 
 
-def _term_major(view: np.ndarray, terms: int) -> np.ndarray:
-    """A contiguous copy of `view` with its last `terms` axes first, so that each term reads one block; an
-    axis the view broadcasts (stride 0) stays one cell wide, broadcast again when the terms combine."""
+def inner_order(left: tuple[int, ...], right: tuple[int, ...]) -> list[int]:
+    """An order of the kept axes that makes numpy's inner loop long: axes both operands hold outside,
+    then those only one holds, the larger group innermost (numpy loops fastest over the last axis)."""
+    both = [i for i in range(len(left)) if left[i] > 1 and right[i] > 1]
+    only_left = [i for i in range(len(left)) if left[i] > 1 and right[i] == 1]
+    only_right = [i for i in range(len(left)) if right[i] > 1 and left[i] == 1]
+    rest = [i for i in range(len(left)) if left[i] == 1 and right[i] == 1]
+    small, large = sorted((only_left, only_right), key=lambda g: math.prod(left[i] * right[i] for i in g))
+    return rest + both + small + large
+
+
+def _term_major(view: np.ndarray, terms: int, order: list[int]) -> np.ndarray:
+    """A contiguous copy of `view` with its last `terms` axes first and the others in `order`, so that each
+    term reads one block; an axis the view broadcasts (stride 0) stays one cell wide, broadcast again
+    when the terms combine."""
     kept = view[tuple(slice(0, 1) if step == 0 else slice(None) for step in view.strides)]
-    return np.ascontiguousarray(np.moveaxis(kept, tuple(range(view.ndim - terms, view.ndim)), tuple(range(terms))))
+    first = view.ndim - terms
+    return np.ascontiguousarray(kept.transpose(*range(first, view.ndim), *order))
+
+
+def _cells(view: np.ndarray) -> tuple[int, ...]:
+    """The view's shape with each broadcast axis (stride 0) counted as one cell."""
+    return tuple(1 if step == 0 else n for n, step in zip(view.shape, view.strides, strict=True))
 
 
 def reduce_terms(
