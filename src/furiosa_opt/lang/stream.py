@@ -221,8 +221,9 @@ class Stream:
         """
         self._expect("fetch_table_lookup")
         rule("fetch_table_lookup")(self.ctx.name, self.dtype, dtype)
+        source = self.dtype  # the function keeps the dtype, not the stream (a launch plan holds it)
         return self._adapted(
-            "fetch_table_lookup", lambda v: STAGES["fetch_table_lookup"].arithmetic(v, self.dtype, dtype), dtype=dtype
+            "fetch_table_lookup", lambda v: STAGES["fetch_table_lookup"].arithmetic(v, source, dtype), dtype=dtype
         )
 
     @user_facing
@@ -259,7 +260,8 @@ class Stream:
         """
         self._expect("fetch_cast")
         rule("fetch_cast")(self.dtype, dtype)
-        return self._adapted("fetch_cast", lambda v: STAGES["fetch_cast"].arithmetic(v, self.dtype, dtype), dtype=dtype)
+        source = self.dtype  # the function keeps the dtype, not the stream (a launch plan holds it)
+        return self._adapted("fetch_cast", lambda v: STAGES["fetch_cast"].arithmetic(v, source, dtype), dtype=dtype)
 
     @user_facing
     def switch(self, config: SwitchConfig, slice: Mapping, time: Mapping) -> Stream:
@@ -326,7 +328,8 @@ class Stream:
         """Narrow one flit into one flit (i32 → i4/i8/i16 wrap; f32 → bf16/f8 with hardware rounding)."""
         self._expect("cast")
         rule("cast")(self.dtype, dtype, self.packet, packet)
-        data = active().elementwise(lambda v: STAGES["cast"].arithmetic(v, self.dtype, dtype), self.data)
+        source = self.dtype  # the function keeps the dtype, not the stream (a launch plan holds it)
+        data = active().elementwise(lambda v: STAGES["cast"].arithmetic(v, source, dtype), self.data)
         result = self._next("cast", self.time, packet, broadcast=False, dtype=dtype, data=data)
         return self._recorded(result, "cast", dtype=dtype, packet=packet)
 
