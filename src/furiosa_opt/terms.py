@@ -45,16 +45,20 @@ def fold_terms(lhs: np.ndarray, rhs: np.ndarray, live: np.ndarray, acc: np.dtype
     return np.broadcast_to(fold_products(terms, acc), (max(lhs.shape[0], rhs.shape[0]), outputs))
 
 
-def fold_walked(lhs: np.ndarray, rhs: np.ndarray, live: np.ndarray, terms: int, acc: np.dtype) -> np.ndarray:
-    """[batch, outputs]: `fold_terms` of two strided views [batch, output digits…, term digits…] whose last
-    `terms` axes enumerate each output's terms. Each operand is copied once, term-major and without the
-    axes it broadcasts, so no copy is the size of the terms (outputs × terms per output)."""
+def fold_walked(
+    lhs: np.ndarray, rhs: np.ndarray, widen: tuple[Callable, Callable], live: np.ndarray, terms: int, acc: np.dtype
+) -> np.ndarray:
+    """[batch, outputs]: `fold_terms` of two strided views [batch, output digits…, term digits…] of the
+    operands as stored, whose last `terms` axes enumerate each output's terms. Each operand is copied
+    once, term-major and without the axes it broadcasts (no copy is the size of the terms, outputs × terms
+    per output), then widened by its `widen` (the copy moves the narrow bytes; the widening reads them in
+    order)."""
     outputs = live.shape[0]
     outer, inner = lhs.shape[1 : lhs.ndim - terms], lhs.shape[lhs.ndim - terms :]
     every = live.all(axis=0)
     kept = lhs.ndim - terms  # batch and output axes, ordered for long inner loops (`inner_order`)
     order = inner_order(_cells(lhs)[:kept], _cells(rhs)[:kept])
-    left, right = _term_major(lhs, terms, order), _term_major(rhs, terms, order)
+    left, right = (w(_term_major(v, terms, order)) for w, v in zip(widen, (lhs, rhs), strict=True))
     masks = live.reshape(*outer, -1)[..., None].transpose(-2, -1, *range(len(outer)))  # [term, 1, outer…]
     steps = []
     for r in np.flatnonzero(live.any(axis=0)).tolist():  # a term no output reads is skipped

@@ -77,7 +77,7 @@ def test_terms_folded_through_views_equal_terms_copied_out(lhs, rhs, outputs, re
     loops = refined([lhs, rhs], reduced)
     assert loops is not None and [n for n, _ in loops[0]] == [n for n, _ in loops[1]]
     views = [walked(values, side).view(np.float32) for values, side in zip((left, right), loops, strict=True)]
-    folded = fold_walked(*views, live, inner_axes(loops[0], reduced), np.float32)
+    folded = fold_walked(*views, (np.asarray, np.asarray), live, inner_axes(loops[0], reduced), np.float32)
     assert np.array_equal(folded.view(np.uint32), copied.view(np.uint32))
 
 

@@ -111,14 +111,16 @@ class TensorUnit:
         lhs, trf = pending["lhs"], pending["trf"]
         acc = DTYPE_CODES.value(config.acc)
         live = _term_live(config)
-        widened = [widener(acc, operand.dtype)(operand.values) for operand in (lhs, trf)]
+        operands = (lhs.values, trf.values)
+        widen = (widener(acc, lhs.dtype), widener(acc, trf.dtype))
         walks = [config.lhs_walk, config.rhs_walk]
         loops = None if config.lhs_table or config.rhs_table else refined(walks, live.shape[1])
-        if loops is not None:  # both sides read as views, each term a view: nothing the size of the terms
-            views = [walked(values, side).view(values.dtype) for values, side in zip(widened, loops, strict=True)]
-            sums = fold_walked(*views, live, inner_axes(loops[0], live.shape[1]), acc.storage)
+        if loops is not None:  # both sides read as views: nothing the size of the terms is copied
+            views = [walked(values, side).view(values.dtype) for values, side in zip(operands, loops, strict=True)]
+            sums = fold_walked(*views, widen, live, inner_axes(loops[0], live.shape[1]), acc.storage)
         else:
             count, tables = box_size(config.terms), (config.lhs_table, config.rhs_table)
+            widened = [w(values) for w, values in zip(widen, operands, strict=True)]
             terms = [gather(v, w, t, count, None) for v, w, t in zip(widened, walks, tables, strict=True)]
             sums = fold_terms(*terms, live, acc.storage)
         out = replace(stream.reshaped(config), dtype=acc, tags=None)
