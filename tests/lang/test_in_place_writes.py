@@ -6,21 +6,10 @@ import weakref
 
 import numpy as np
 import pytest
+from row_copy_kernels import H, V, write_row
 
-from furiosa_opt import Context, HbmTensor, HbmTensorView, HbmTensorViewMut, HostTensor, axes, device, i32, launch, m
+from furiosa_opt import Context, HbmTensor, HostTensor, i32, m
 from furiosa_opt.backend import cpu
-
-V, H = axes(V=64, H=32)
-Row, RowMut = m["1 # 64, H"], m["1 #{!} 64, H"]
-
-
-@device(chip=1)
-def copy_row(ctx: Context, row: HbmTensorView[i32, m["1"], Row], out: HbmTensorViewMut[i32, m["1"], RowMut]) -> None:
-    row.to_hbm_view(ctx.tdma, out)
-
-
-def write_row(ctx: Context, table: HbmTensor, out: HbmTensor, token: int) -> None:
-    launch(copy_row, ctx, table.view().tile(token, m[V], 1, Row), out.view_mut().tile(token, m[V], 1, RowMut))
 
 
 @pytest.fixture

@@ -12,29 +12,10 @@ import textwrap
 
 import numpy as np
 import pytest
+from row_copy_kernels import H, Row, RowMut, V, copy_row, write_row
 
-from furiosa_opt import (
-    Context,
-    HbmTensor,
-    HbmTensorView,
-    HbmTensorViewMut,
-    HostTensor,
-    VerifyError,
-    axes,
-    device,
-    i32,
-    launch,
-    m,
-)
+from furiosa_opt import Context, HbmTensor, HostTensor, VerifyError, i32, launch, m
 from furiosa_opt.lang import plan
-
-V, H = axes(V=64, H=32)
-Row, RowMut = m["1 # 64, H"], m["1 #{!} 64, H"]
-
-
-@device(chip=1)
-def copy_row(ctx: Context, row: HbmTensorView[i32, m["1"], Row], out: HbmTensorViewMut[i32, m["1"], RowMut]) -> None:
-    row.to_hbm_view(ctx.tdma, out)
 
 
 @pytest.fixture(autouse=True)
@@ -55,10 +36,6 @@ def counts() -> dict[str, int]:
 
 def delta(before: dict[str, int]) -> dict[str, int]:
     return {k: plan.COUNTS[k] - before[k] for k in before}
-
-
-def write_row(ctx: Context, source: HbmTensor, out: HbmTensor, token: int) -> None:
-    launch(copy_row, ctx, source.view().tile(token, m[V], 1, Row), out.view_mut().tile(token, m[V], 1, RowMut))
 
 
 def test_rows_chosen_on_the_host_replay_one_plan_per_side_of_each_decision(table):

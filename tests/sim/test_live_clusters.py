@@ -12,20 +12,21 @@ from furiosa_opt.sim import memory
 A = axes(A=2048)
 
 
+def _plus_three(ctx: Context, dm: DmTensor, element: str) -> HbmTensor:
+    """Each element + 3 on the Vector Engine, stored back to HBM as `A`."""
+    out = ctx.main.begin(dm.view()).fetch(m["1"], m[element]).collect(m["1"], m[element])
+    out = out.vector_init().vector_intra_slice_tag(TagMode.Zero).vector_fxp(FxpBinaryOp.AddFxp, 3).vector_final()
+    return out.commit_trim(m[element]).commit(m[element]).to_hbm(ctx.tdma, m["A"])
+
+
 @device
 def one_cluster(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
-    dm = x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"])
-    out = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 8"]).collect(m["1"], m["A % 8"])
-    out = out.vector_init().vector_intra_slice_tag(TagMode.Zero).vector_fxp(FxpBinaryOp.AddFxp, 3).vector_final()
-    return out.commit_trim(m["A % 8"]).commit(m["A % 8"]).to_hbm(ctx.tdma, m["A"])
+    return _plus_three(ctx, x.to_dm(ctx.tdma, m["1 # 2"], m["A / 8 # 256"], m["A % 8"]), "A % 8")
 
 
 @device
 def two_clusters(ctx: Context, x: HbmTensor[i32, m["1"], m["A"]]) -> HbmTensor[i32, m["1"], m["A"]]:
-    dm = x.to_dm(ctx.tdma, m["A / 1024"], m["A / 4 % 256"], m["A % 4 # 8"])
-    out = ctx.main.begin(dm.view()).fetch(m["1"], m["A % 4 # 8"]).collect(m["1"], m["A % 4 # 8"])
-    out = out.vector_init().vector_intra_slice_tag(TagMode.Zero).vector_fxp(FxpBinaryOp.AddFxp, 3).vector_final()
-    return out.commit_trim(m["A % 4 # 8"]).commit(m["A % 4 # 8"]).to_hbm(ctx.tdma, m["A"])
+    return _plus_three(ctx, x.to_dm(ctx.tdma, m["A / 1024"], m["A / 4 % 256"], m["A % 4 # 8"]), "A % 4 # 8")
 
 
 @pytest.mark.parametrize(("kernel", "rows"), [(one_cluster, 256), (two_clusters, 512)])

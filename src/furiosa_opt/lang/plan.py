@@ -204,10 +204,7 @@ def launch(kernel: Any, ctx: Any, args: tuple, run: Callable[[Any, Any, tuple], 
     leaves: list = []
     for arg in args:
         _leaves(arg, leaves)
-    try:
-        key = _key(kernel, leaves, names)
-    except TypeError:  # an unhashable argument: the language refuses it
-        return run(kernel, ctx, args)
+    key = _key(kernel, leaves, names)
     plans = _PLANS.get(key)
     if plans is not None:
         _PLANS.move_to_end(key)

@@ -24,7 +24,8 @@ class Offset(int):
         return made
 
     def _shifted(self, by: object, sign: int) -> int:
-        if type(by) is int and not _inside():
+        recorder = _watching()
+        if type(by) is int and recorder is not None:
             return Offset(_value(self) + sign * by, self.leaf, self.delta + sign * by)
         _opaque()
         return _value(self) + sign * by
@@ -39,13 +40,11 @@ class Offset(int):
 
     def _compared(self, other: object, name: str) -> bool:
         result = COMPARISONS[name](_value(self), other)
-        if not _inside():
-            recorder = RECORDING[-1] if RECORDING else None
-            if recorder is not None:
-                if type(other) is int:
-                    recorder.guards.add((self.leaf, self.delta, name, other, result))
-                else:
-                    recorder.opaque_windows = True
+        recorder = _watching()
+        if recorder is not None and type(other) is int:
+            recorder.guards.add((self.leaf, self.delta, name, other, result))
+        elif recorder is not None:
+            recorder.opaque_windows = True
         return result
 
     def __lt__(self, other: object) -> bool:
@@ -94,13 +93,17 @@ def _value(offset: Offset) -> int:
     return int.__int__(offset)
 
 
-def _inside() -> bool:
-    return bool(RECORDING) and RECORDING[-1].depth > 0
+def _watching() -> Recorder | None:
+    """The recorder that sees what the language does with a window: none outside a recording, and none
+    inside a backend call (replayed as a call, so its uses of the window need no guard)."""
+    recorder = RECORDING[-1] if RECORDING else None
+    return recorder if recorder is not None and recorder.depth == 0 else None
 
 
 def _opaque() -> None:
-    if RECORDING and not _inside():
-        RECORDING[-1].opaque_windows = True
+    recorder = _watching()
+    if recorder is not None:
+        recorder.opaque_windows = True
 
 
 class Recorder:
@@ -169,8 +172,6 @@ class Recorder:
                 self.varying.add(out)
             elif known is None:
                 self.constants[out] = result
-            if fn is cpu.window_write:
-                template = template[:6]  # whether in place is decided again at every replay
             self.steps.append(Step(fn, template, slots, offsets, out, view=view, padding=padding_of(fn, args, result)))
             return result
 

@@ -43,12 +43,17 @@ class Step:
     view: Reslice | None = None  # a relayout that was a view of its input: redone as that view
     padding: tuple | None = None  # an elementwise step on grids: (operands' padding values, result's)
 
-    def run(self, slots: list, windows: list[int]) -> object:
+    def arguments(self, slots: list, windows: list[int]) -> list:
+        """The call's arguments on this launch: the slots' buffers and the windows' offsets filled in."""
         args = list(self.args)
         for position, slot in self.slots:
             args[position] = slots[slot]
         for position, leaf, delta in self.offsets:
             args[position] = windows[leaf] + delta
+        return args
+
+    def run(self, slots: list, windows: list[int]) -> object:
+        args = self.arguments(slots, windows)
         if self.view is not None:
             made = self.view.apply(args[0], args[1])
             if made is not None:
@@ -75,12 +80,12 @@ class Reslice:
 
     @staticmethod
     def of(buf: object, src: Any, result: object) -> Reslice | None:
-        if not (type(buf) is cpu.Buf and type(result) is cpu.Buf and result.layout is not None):
+        reading = _read(buf, src)
+        if reading is None or type(result) is not cpu.Buf or result.layout is None:
             return None
-        grid = buf.layout == src and buf.index is None
-        read = buf.base if grid else (buf.values() if buf.layout is None and buf.index is None else None)
+        grid, read = reading
         out = result.base
-        if read is None or _root(out) is not _root(read):
+        if _root(out) is not _root(read):
             return None
         offset = _address(out) - _address(read)
         if offset < 0 or (out.size and offset + _reach(out) > _reach(read)):
@@ -89,16 +94,10 @@ class Reslice:
 
     def apply(self, buf: object, src: Any) -> cpu.Buf | None:
         """The view of `buf`, or None when `buf` is not read the way the recorded input was."""
-        if type(buf) is not cpu.Buf or buf.index is not None:
+        reading = _read(buf, src)
+        if reading is None or reading[0] != self.grid:
             return None
-        if self.grid:
-            if buf.layout != src:
-                return None
-            read = buf.base
-        elif buf.layout is None:
-            read = buf.base
-        else:
-            return None
+        read = reading[1]
         if (read.dtype, read.shape, read.strides) != self.array:
             return None
         if read.flags.c_contiguous:
@@ -111,6 +110,17 @@ class Reslice:
         view = np.ndarray(self.shape, read.dtype, buffer=owner, offset=start + self.offset, strides=self.strides)
         view.flags.writeable = False
         return cpu.Buf(view, layout=self.layout)
+
+
+def _read(buf: object, src: Any) -> tuple[bool, np.ndarray] | None:
+    """The array a relayout from `src` reads of `buf`: (True, its live grid) when `buf` is the grid of
+    `src`, (False, its values) when it is a plain buffer; None for a pending gather or a grid of another
+    layout (the relayout then derives its cells anew)."""
+    if type(buf) is not cpu.Buf or buf.index is not None:
+        return None
+    if buf.layout is None:
+        return False, buf.base
+    return (True, buf.base) if buf.layout == src else None
 
 
 def padding_of(fn: Callable, args: tuple, result: object) -> tuple | None:
@@ -179,20 +189,16 @@ class Plan:
 def _write(step: Step, slots: list, leaves: list, windows: list[int]) -> object:
     """A `window_write` step: into its base buffer in place when nothing else holds it (the language's
     rule, `cpu.exclusive`, on the same references: the slot and any argument tensor holding it let go)."""
-    (_, base_slot), *rest = step.slots
+    base_slot = step.slots[0][1]
     data = slots[base_slot]
     slots[base_slot] = None
     holders = [b for b in (base_of(leaf) for leaf in leaves) if b.data is data]
     for b in holders:
         b.data = None
-    args = list(step.args)
-    for position, slot in rest:
-        args[position] = slots[slot]
-    for position, leaf, delta in step.offsets:
-        args[position] = windows[leaf] + delta
+    args = step.arguments(slots, windows)  # its base slot reads None now: only `data` holds the buffer
     try:
         in_place = step.release_base and cpu.exclusive(data)
-        return cpu.window_write(data, *args[1:6], in_place)
+        return cpu.window_write(data, *args[1:6], in_place)  # in place or not as decided here, not as recorded
     finally:
         for b in holders:
             b.data = data
