@@ -319,6 +319,14 @@ def test_f32_from_bf16_hw_on_every_code():
     expected = np.where(subnormal, (codes << 16) & 0x80000000, np.where(nan, 0x7FC00000, exact))
     got = dt.f32_from_bf16_hw(codes.astype(np.uint16).view(ml_dtypes.bfloat16)).view(np.uint32)
     assert np.array_equal(got, expected)
+    # An array with no subnormal and no NaN widens by a shift, not through the table: every such code, and
+    # each odd code alone beside them (one is enough to send the whole array to the table).
+    plain = ~(subnormal | nan)
+    widened = dt.f32_from_bf16_hw(codes[plain].astype(np.uint16).view(ml_dtypes.bfloat16)).view(np.uint32)
+    assert np.array_equal(widened, expected[plain])
+    for odd in (0x0001, 0x807F, 0x7F81, 0xFFFF):
+        mixed = np.array([0x3F80, odd, 0x0000], dtype=np.uint16)
+        assert dt.f32_from_bf16_hw(mixed).view(np.uint32).tolist() == expected[[0x3F80, odd, 0]].tolist()
 
 
 def test_bf16_relu():

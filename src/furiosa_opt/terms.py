@@ -49,16 +49,18 @@ def fold_walked(
     lhs: np.ndarray, rhs: np.ndarray, widen: tuple[Callable, Callable], live: np.ndarray, terms: int, acc: np.dtype
 ) -> np.ndarray:
     """[batch, outputs]: `fold_terms` of two strided views [batch, output digits…, term digits…] of the
-    operands as stored, whose last `terms` axes enumerate each output's terms. Each operand is copied
-    once, term-major and without the axes it broadcasts (no copy is the size of the terms, outputs × terms
-    per output), then widened by its `widen` (the copy moves the narrow bytes; the widening reads them in
-    order)."""
+    operands as stored, whose last `terms` axes enumerate each output's terms. Each operand is widened by
+    its `widen` into one contiguous array, term-major and without the axes it broadcasts (nothing is the
+    size of the terms, outputs × terms per output): the widening is the copy, reading the narrow bytes
+    in the view's order and writing term-major."""
     outputs = live.shape[0]
     outer, inner = lhs.shape[1 : lhs.ndim - terms], lhs.shape[lhs.ndim - terms :]
     every = live.all(axis=0)
     kept = lhs.ndim - terms  # batch and output axes, ordered for long inner loops (`inner_order`)
     order = inner_order(_cells(lhs)[:kept], _cells(rhs)[:kept])
-    left, right = (w(_term_major(v, terms, order)) for w, v in zip(widen, (lhs, rhs), strict=True))
+    left, right = (
+        np.ascontiguousarray(w(_term_major(v, terms, order))) for w, v in zip(widen, (lhs, rhs), strict=True)
+    )
     masks = live.reshape(*outer, -1)[..., None].transpose(-2, -1, *range(len(outer)))  # [term, 1, outer…]
     steps = []
     for r in np.flatnonzero(live.any(axis=0)).tolist():  # a term no output reads is skipped
@@ -81,12 +83,12 @@ def inner_order(left: tuple[int, ...], right: tuple[int, ...]) -> list[int]:
 
 
 def _term_major(view: np.ndarray, terms: int, order: list[int]) -> np.ndarray:
-    """A contiguous copy of `view` with its last `terms` axes first and the others in `order`, so that each
-    term reads one block; an axis the view broadcasts (stride 0) stays one cell wide, broadcast again
-    when the terms combine."""
+    """`view` with its last `terms` axes first and the others in `order` (a view: its widening copies it
+    contiguous, so that each term reads one block); an axis the view broadcasts (stride 0) stays one cell
+    wide, broadcast again when the terms combine."""
     kept = view[tuple(slice(0, 1) if step == 0 else slice(None) for step in view.strides)]
     first = view.ndim - terms
-    return np.ascontiguousarray(kept.transpose(*range(first, view.ndim), *order))
+    return kept.transpose(*range(first, view.ndim), *order)
 
 
 def _cells(view: np.ndarray) -> tuple[int, ...]:

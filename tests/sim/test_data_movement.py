@@ -171,6 +171,18 @@ def test_overlapping_source_and_destination_read_before_writing():
     assert np.array_equal(memories.files["sram"][3, :4], before[:4])
 
 
+def test_a_store_over_the_bytes_a_load_read_writes_what_was_read():
+    """A load with every position live may be a view of DM (no copy); a store of it one element up, over the
+    bytes it reads (a fetch and a commit of one command overlapping), writes the values as they were."""
+    memories = fresh(2)
+    before = memories.files["sram"].copy()
+    loaded = memories.load("sram", 0, ((100,), (4,)), 4)
+    assert np.shares_memory(loaded, memories.files["sram"])  # the view, not a copy
+    memories.store("sram", 4, ((100,), (4,)), 4, loaded)
+    assert np.array_equal(memories.files["sram"][:, 4:404], before[:, :400])
+    assert np.array_equal(memories.files["sram"][:, :4], before[:, :4])
+
+
 # ---- random sequencers (the Tensor Unit's fetch and commit) ------------------------------------------------
 
 

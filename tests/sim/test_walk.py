@@ -20,7 +20,9 @@ def visited(walk: list[int]) -> list[int]:
 
 @pytest.mark.parametrize(
     "walk",
-    [[8, 1, 4, 8], [4, 0, 8, 1], [2, 16, 3, 1, 4, 4], [6, 7]],  # a transpose, a broadcast, three loops, an over-read
+    # a transpose, a broadcast, three loops, an over-read; then in order: whole, in two loops, with a loop of one
+    # step, and a prefix (fewer positions than the source holds)
+    [[8, 1, 4, 8], [4, 0, 8, 1], [2, 16, 3, 1, 4, 4], [6, 7], [32, 1], [4, 8, 8, 1], [4, 8, 1, 5, 8, 1], [16, 1]],
 )
 def test_a_walk_reads_what_its_loops_address(walk):
     values = np.arange(3 * 32, dtype=np.int32).reshape(3, 32)
@@ -28,6 +30,12 @@ def test_a_walk_reads_what_its_loops_address(walk):
     got = gather(values, walk, [], len(visited(walk)), None)
     assert np.array_equal(got, padded[:, visited(walk)])
     assert extent(walk) == max(visited(walk)) + 1
+
+
+def test_a_walk_in_order_over_the_whole_source_moves_nothing():
+    values = np.arange(2 * 32, dtype=np.int16).reshape(2, 32)
+    assert gather(values, [4, 8, 8, 1], [], 32, None) is values
+    assert not np.shares_memory(gather(values, [16, 1], [], 16, None), values)  # a prefix is a new array
 
 
 def test_padding_reads_zero_and_bf16_moves_bit_for_bit():

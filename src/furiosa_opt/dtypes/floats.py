@@ -98,8 +98,18 @@ _BF16_TO_F32_HW = _bf16_hw_table()
 
 def f32_from_bf16_hw(x) -> np.ndarray:
     """Hardware bf16 -> f32 (``float/bf16.rs``): NaN -> 0x7fc00000, subnormal -> signed zero, else exact.
-    One lookup in the rule's table of every code (a quarter of the time of the rule on each cell)."""
-    return _BF16_TO_F32_HW[_codes(x, BF16)].view(np.float32)
+    Every zero, normal and infinity widens by a shift; only when some code is a subnormal or a NaN does
+    every code go through the rule's table (a lookup is about three times the shift and its check)."""
+    codes = _codes(x, BF16)
+    magnitude = codes & np.uint16(0x7FFF)
+    if magnitude.size and magnitude.max() > 0x7F80:  # a NaN
+        return _BF16_TO_F32_HW[codes].view(np.float32)
+    magnitude -= np.uint16(1)  # zero wraps to 0xFFFF, subnormals fall below 0x7F
+    if magnitude.size and magnitude.min() < 0x7F:
+        return _BF16_TO_F32_HW[codes].view(np.float32)
+    wide = codes.astype(np.uint32, order="C")
+    wide <<= 16
+    return wide.view(np.float32)
 
 
 # --- f8e4m3: bias 7, no inf, NaN = 0x7f/0xff, max 448 ---

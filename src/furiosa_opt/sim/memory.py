@@ -274,13 +274,17 @@ class Memories:
 
     def load(self, memory: str, start: int, loops: Loops, unit: int, live: np.ndarray | None = None) -> np.ndarray:
         """[slices, positions, unit] bytes of the `unit`-byte elements the loops visit from offset `start`,
-        read in every slice computed; zero at positions not `live` (None: all are), which are not read."""
+        read in every slice computed; zero at positions not `live` (None: all are), which are not read.
+        With every position live it may be a read-only view of the file: the engines read it and make new
+        arrays, and a write that overlaps it (a commit into the bytes a fetch read) copies first, as numpy
+        does for overlapping operands."""
         file = self.files[memory][self.live]
         view = self._slices(memory, start, loops, unit, writeable=False)
         if view is not None:
-            out = np.array(view).reshape(file.shape[0], -1, unit)
-            if live is not None:
-                out[:, ~live] = 0
+            if live is None:  # the walk's view itself when its positions flatten as one, else one copy
+                return view.reshape(file.shape[0], -1, unit)
+            out = np.array(view, order="C").reshape(file.shape[0], -1, unit)
+            out[:, ~live] = 0
             return out
         out = np.zeros((file.shape[0], math.prod(loops[0]), unit), dtype=np.uint8)
         for positions, at in self._live_bytes(memory, start, loops, unit, live):

@@ -50,7 +50,8 @@ def gather(
     values: np.ndarray, walk: list[int], table: list[int], positions: int, live: np.ndarray | None
 ) -> np.ndarray:
     """`values` [batch, source positions] moved into the destination layout [batch, `positions`]: by the
-    walk (a strided view, one copy) or the table, zero where `live` says the destination is padding."""
+    walk (a strided view, one copy; none when the walk reads every position in place) or the table, zero
+    where `live` says the destination is padding."""
     batch, visits = values.shape[0], len(table) if table else math.prod(walk[::2])
     if visits != positions or (live is not None and len(live) != positions):
         raise Fault(f"a walk visits {visits} positions, its destination has {positions}")
@@ -60,11 +61,23 @@ def gather(
             raise Fault(f"a table reads position {index.max()} of a source of {values.shape[1]}")
         out = values[:, np.maximum(index, 0)]
         out[:, index < 0] = 0
+    elif _in_order(pairs(walk)) and values.shape[1] == positions:
+        out = values  # every position read where it is: nothing moves
     else:
         out = np.array(walked(values, pairs(walk))).reshape(batch, -1).view(values.dtype)  # the one copy
     if live is not None:
         out = np.where(live, out, np.zeros((), out.dtype))
     return out
+
+
+def _in_order(loops: list[tuple[int, int]]) -> bool:
+    """Whether the loops read the source's positions in their own order, each once."""
+    place = 1
+    for n, stride in reversed(loops):
+        if n != 1 and stride != place:
+            return False
+        place *= n
+    return True
 
 
 def walked(values: np.ndarray, loops: list[tuple[int, int]]) -> np.ndarray:
