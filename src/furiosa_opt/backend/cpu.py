@@ -64,7 +64,7 @@ class Buf:
     def grid(self, layout: Factors) -> tuple[np.ndarray, int | float] | None:
         """(live grid of `layout`, padding value) without a copy: when this buffer is that grid, or holds
         one value everywhere (a constant); else None."""
-        if self.layout == layout:
+        if self.layout is layout or self.layout == layout:  # `is`: a replay passes the same object
             return self.base, self.fill
         if self.layout is None and self.index is None and len(self.base) and not any(self.base.strides):
             live = views.live_cells(layout)

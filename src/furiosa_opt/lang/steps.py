@@ -120,7 +120,7 @@ def _read(buf: object, src: Any) -> tuple[bool, np.ndarray] | None:
         return None
     if buf.layout is None:
         return False, buf.base
-    return (True, buf.base) if buf.layout == src else None
+    return (True, buf.base) if buf.layout is src or buf.layout == src else None
 
 
 def padding_of(fn: Callable, args: tuple, result: object) -> tuple | None:
