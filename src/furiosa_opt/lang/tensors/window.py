@@ -10,6 +10,7 @@ are in `views.py`. `memory.py`'s `reshape` tells views from tensors by this clas
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import ClassVar
 
@@ -28,11 +29,17 @@ from furiosa_opt.scalar import Scalar
 from furiosa_opt.verify import memory as verify_memory
 
 
-def _position(mapping: Mapping, offset: dict[str, int]) -> int:
-    """The position of `mapping` that holds the cell at `offset` (axis name → coordinate)."""
+@functools.lru_cache(maxsize=4096)
+def _start(mapping: Mapping, index: Mapping, value: int) -> int | None:
+    """The position of `mapping` holding the cell that position `value` of the digit `index` names, or
+    None when that is padding. Cached: a host loop tiles the same mappings at every start (a row per
+    token), and each answer costs a mapping evaluation."""
     from furiosa_opt.mapping.relayout import position_of
 
-    coords = {name: np.array([value]) for name, value in offset.items()}
+    cell = index.cell(value)
+    if cell.kind != "index":
+        return None
+    coords = {name: np.array([coordinate]) for name, coordinate in cell.index.items()}
     return int(position_of(mapping.factors, coords, (1,))[0])
 
 
@@ -90,11 +97,13 @@ class TensorView:
         inner = math.prod(p.size for p in self.params[level + 1 :])  # positions one step of this level spans
         shifts = []
         for value in start.values() if isinstance(start, Scalar) else [start]:  # a runtime start: each value
-            cell = index.cell(value)
-            if cell.kind != "index":
+            # a plain int only: an `Offset` (lang/recorder.py) must meet every comparison, each a replay guard
+            find = _start if type(value) is int else _start.__wrapped__
+            position = find(current, index, value)
+            if position is None:
                 kind = "Bottom" if self.writable else "Top"
                 raise VerifyError("tile-start", f"{what} start {value} maps to {kind} padding of `{index}`")
-            shifts.append(_position(current, cell.index) * inner)
+            shifts.append(position * inner)
         shift = shifts[0]  # tracing moves no data: a runtime start's view is typed at its first value
         params = list(self.params)
         params[level] = expected if expected is not None else view
