@@ -60,19 +60,15 @@ class _Leaf:
         """The schema's name of the argument (`inputs.x` → `inputs_x`)."""
         return re.sub(r"\W", "_", self.path)
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(n for _, n in logical_axes(self.type.params[-1]))
-
     def check(self, operator: str, value: Any) -> None:
         """A one-line refusal naming the argument when `value` is not a CPU tensor of its dtype and shape."""
         want = TORCH_DTYPES[self.type.dtype]
         element = self.type.params[-1]
         if value.dtype != want:  # torch's dispatcher has refused what is no tensor
             reason = f"expected {want} ({self.type.dtype}), got {value.dtype}"
-        elif tuple(value.shape) != self.shape:
+        elif tuple(value.shape) != _shape(self.type):
             axes = ", ".join(f"{a}={n}" for a, n in logical_axes(element))
-            reason = f"expected shape {self.shape} ({axes}) for `{element}`, got {tuple(value.shape)}"
+            reason = f"expected shape {_shape(self.type)} ({axes}) for `{element}`, got {tuple(value.shape)}"
         elif value.device.type not in ("cpu", "meta"):
             reason = f"expected a CPU tensor, got one on {value.device}"
         else:
@@ -140,11 +136,7 @@ def op(kernel: DeviceFunction, *, mutates: Iterable[str] = (), name: str | None 
     def fake(*tensors: torch.Tensor) -> Any:
         for leaf, value in zip(leaves, tensors, strict=True):
             leaf.check(operator, value)
-        made = [
-            tensors[0].new_empty(tuple(n for _, n in logical_axes(t.params[-1])), dtype=TORCH_DTYPES[t.dtype])
-            for t in returns
-        ]
-        return _returned(made)
+        return _returned([tensors[0].new_empty(_shape(t), dtype=TORCH_DTYPES[t.dtype]) for t in returns])
 
     _LIBRARY.impl(name, run, "CPU")
     torch.library.register_fake(operator, fake, lib=_LIBRARY)
@@ -169,6 +161,11 @@ def _leaves(kernel: DeviceFunction, mutates: set[str]) -> list[_Leaf]:
     if not leaves:
         raise VerifyError("torch-op", f"op({kernel.__name__}): the kernel takes no tensor, so torch has none to pass")
     return leaves
+
+
+def _shape(typ: TensorType) -> tuple[int, ...]:
+    """The torch shape of a kernel's tensor: its element mapping's logical array (`HostTensor.to_numpy`'s)."""
+    return tuple(n for _, n in logical_axes(typ.params[-1]))
 
 
 def _torch_dtype(kernel: DeviceFunction, what: str, typ: TensorType) -> torch.dtype:

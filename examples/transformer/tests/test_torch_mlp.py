@@ -149,7 +149,10 @@ def check_generation(model, prompt, reference, count: int) -> None:
         assert moved < NOISE_ULPS * bf16_ulp(expected.max().item()), f"step {step}: logits moved by {moved}"
 
 
-def test_generate_with_the_kernel_mlps_gives_the_reference_tokens_on_the_cpu_backend(kernel_model, prompt, reference):
+def test_generate_with_the_kernel_mlps_gives_the_reference_tokens_on_the_cpu_backend(
+    kernel_model, prompt, reference, monkeypatch
+):
+    monkeypatch.setenv("FURIOSA_OPT_BACKEND", "cpu")  # under `furiosa-opt test` too
     check_generation(kernel_model, prompt, reference, NEW_TOKENS)
 
 
