@@ -33,7 +33,7 @@ NEW_TOKENS, SIM_TOKENS = 6, 2
 # The prompt: five words the tokenizer maps to ids whose greedy continuation keeps wide margins (found once
 # by drawing prompts for this checkpoint; the margin test below checks the property itself).
 PROMPT = "alpha beta gamma delta epsilon"
-PROMPT_IDS = [36089, 48267, 17877, 147615, 80368]
+PROMPT_IDS = [66097, 1529, 117699, 62084, 118232]
 
 
 def bf16_ulp(value: float) -> float:
@@ -42,19 +42,21 @@ def bf16_ulp(value: float) -> float:
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
-    """Qwen3-0.6B's widths (hidden 1024, MLP 3072, 16 query and 8 KV heads of 128), 2 layers, its vocabulary,
-    random weights from seed 0; the lm_head's first 64 rows tripled so that greedy decoding has clear winners.
-    The lm_head is untied from the embedding (Qwen3-0.6B ties them): tied random rows make a random model
-    repeat its last token, which no MLP could change."""
+    """Qwen3-0.6B's widths (hidden 1024, MLP 3072, 16 query and 8 KV heads of 128), its vocabulary and tied
+    embedding, 2 layers, random weights from seed 0, with two changes that give greedy decoding clear winners
+    the MLPs pick from: the embedding's first 64 rows tripled, and the final norm's weights ±1 at random (with
+    all +1, a random model's logits favour its last token, through the tied embedding, whatever the MLPs do)."""
     torch.manual_seed(0)
     config = Qwen3Config(
         vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=2,
         num_attention_heads=16, num_key_value_heads=8, head_dim=128, max_position_embeddings=4096,
-        tie_word_embeddings=False,
+        tie_word_embeddings=True,
     )  # fmt: skip
     model = Qwen3ForCausalLM._from_config(config, dtype=torch.bfloat16)
     with torch.no_grad():
-        model.lm_head.weight[:64] *= 3
+        model.model.embed_tokens.weight[:64] *= 3
+        signs = torch.randint(0, 2, (1024,), generator=torch.Generator().manual_seed(1)) * 2 - 1
+        model.model.norm.weight.copy_(signs)
     directory = tmp_path_factory.mktemp("qwen3")
     model.save_pretrained(directory)
     del model
