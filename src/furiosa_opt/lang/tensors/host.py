@@ -397,7 +397,12 @@ class HostTensor(Tensor):
         return values.copy() if copy and shared else values
 
     def __dlpack__(
-        self, *, stream: Any = None, max_version: tuple[int, int] | None = None, dl_device: Any = None, copy=None
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: Any = None,
+        copy: bool | None = None,
     ) -> Any:
         """The logical array (`to_numpy`'s) as a DLPack capsule, bf16 included: `torch.from_dlpack(t)`.
 
