@@ -10,7 +10,10 @@ CHROMIUM := /usr/bin/chromium
 $(STAMP): pyproject.toml examples/base-template/pyproject.toml examples/vector-kernels/pyproject.toml examples/mnist/pyproject.toml examples/transformer/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]' -e examples/base-template -e examples/vector-kernels -e 'examples/mnist[train]' -e 'examples/transformer[model]'
+	# torch first, pinned: the CPU build, which `.[dev]` (its `torch` extra) then finds installed (unpinned, pip may
+	# fetch a multi-GB CUDA build)
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[dev]' -e examples/base-template -e examples/vector-kernels -e 'examples/mnist[train]' -e 'examples/transformer[model,torch]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -35,9 +35,8 @@ def browser():
 
 def _differential_summary() -> dict | None:
     """This process's tally of the differential harness (test_differential.py), if it ran here."""
-    return next(
-        (m.DIFFERENTIAL_SUMMARY for m in list(sys.modules.values()) if hasattr(m, "DIFFERENTIAL_SUMMARY")), None
-    )
+    found = (getattr(m, "DIFFERENTIAL_SUMMARY", None) for m in list(sys.modules.values()))
+    return next((s for s in found if isinstance(s, dict)), None)  # torch.ops makes up any attribute asked for
 
 
 _WORKER_SUMMARIES: list[dict] = []  # under pytest-xdist: each worker's tally, sent when it finishes

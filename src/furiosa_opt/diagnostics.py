@@ -40,11 +40,25 @@ class Location:
         return f"{self.file}:{self.line}"
 
 
+_PASS_THROUGH: list[str] = []  # libraries that call back into furiosa_opt (torch's dispatcher): not the user's code
+
+
+def pass_through(directory: str | Path) -> None:
+    """Treat a library's frames as furiosa_opt's own: an error raised where that library called back into
+    furiosa_opt points at the user's call into the library, and its frames leave the traceback.
+
+        pass_through(Path(torch.__file__).parent)   # what furiosa_opt.torch does
+    """
+    _PASS_THROUGH.append(str(Path(directory).resolve()))
+    is_internal.cache_clear()
+
+
 @functools.lru_cache(maxsize=4096)
 def is_internal(filename: str) -> bool:
-    """Whether a code object's file is furiosa_opt's own (resolved once per file name: every traced op
-    walks its frames)."""
-    return str(Path(filename).resolve()).startswith(_PACKAGE_DIR)
+    """Whether a code object's file is furiosa_opt's own, or a pass-through library's (resolved once per
+    file name: every traced op walks its frames)."""
+    resolved = str(Path(filename).resolve())
+    return resolved.startswith(_PACKAGE_DIR) or any(resolved.startswith(d) for d in _PASS_THROUGH)
 
 
 def user_location(depth: int = 1) -> Location | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-PAGES = ["index.md", "tutorial.md", "rust.md", "tuning.md",
+PAGES = ["index.md", "tutorial.md", "rust.md", "tuning.md", "torch.md",
          *(f"guide/{p.name}" for p in sorted((DOCS / "guide").glob("*.md")))]  # fmt: skip
 BLOCK = re.compile(r"^```python(?P<info>[^\n]*)\n(?P<code>.*?)^```$", re.S | re.M)
 TITLE = re.compile(r'title="(?P<title>[^"]*)"')

@@ -1039,6 +1039,21 @@ def final_layer(
     lm_head(ctx, x, weight, out)
 
 
+@device(chip=1)
+def mlp_forward(
+    ctx: Context,
+    x: HbmTensor[bf16, Chip, m["H"]],
+    up_weight: HbmTensor[bf16, Chip, m["L, H"]],
+    gate_weight: HbmTensor[bf16, Chip, m["L, H"]],
+    down_weight: HbmTensor[bf16, Chip, m["H, L"]],
+) -> HbmTensor[bf16, Chip, m["H"]]:
+    """The decoder's MLP alone on one token's hidden state (`mlp::forward`, the layout `decoder` gives it):
+    not one of upstream's entry points, it lets a PyTorch model run this MLP (`transformer.torch_mlp`)."""
+    x = x.to_dm(ctx.tdma, Cluster, SliceP4, m["H"])
+    x = mlp(ctx, x, up_weight, gate_weight, down_weight)
+    return x.reshape(Chip, Cluster, Slice, m["H"]).to_hbm(ctx.tdma, m["H"])
+
+
 ENTRY_POINTS = (embedding, projection, attention_forward_first, attention_forward, decoder, final_layer)
 
 

@@ -10,7 +10,8 @@ route allows it, and every live source cell must be read.
 | `base.py` | `TensorType` (what `HbmTensor[bf16, ...]` names), the `Tensor` base, `moved` and `recorded` |
 | `memory.py` | `HbmTensor`, `DmTensor`, the `reshape` they share with views, and `bind` (below) |
 | `registers.py` | `TrfTensor`, `VrfTensor` |
-| `host.py` | `HostTensor`: numpy in and out, upstream's flat API, safetensors files, the upload to HBM |
+| `dlpack.py` | DLPack capsules for bf16, which numpy neither exports nor imports (relabelled as uint16) |
+| `host.py` | `HostTensor`: numpy and DLPack in and out, upstream's flat API, safetensors files, the upload to HBM |
 | `window.py` | `TensorView`: tiles, `pad`/`unpad`, window reads and writes, the DMA moves out of a view |
 | `views.py` | `HbmTensorView`, `HbmTensorViewMut`, `DmTensorView`, `DmTensorViewMut` and their shuffles |
 | `indirect.py` | the bodies of `dma_gather_scaled`/`_unscaled` and `dma_scatter`/`_unscaled` |

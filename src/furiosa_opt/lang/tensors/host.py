@@ -1,5 +1,5 @@
-"""Host tensors: numpy in and out, upstream's flat buffer API (`from_vec`, `into_vec`, `from_buf`,
-`to_buf`, `zero`), safetensors files, and the upload to HBM.
+"""Host tensors: numpy in and out, DLPack in and out (torch), upstream's flat buffer API (`from_vec`,
+`into_vec`, `from_buf`, `to_buf`, `zero`), safetensors files, and the upload to HBM.
 
 A host tensor's buffer holds every position of its mapping in wire order; most of this module is the
 translation between that buffer and a logical numpy array (one dimension per axis), through views of the
@@ -20,6 +20,7 @@ from furiosa_opt.backend import cpu
 from furiosa_opt.diagnostics import VerifyError, user_facing
 from furiosa_opt.dtypes import DType
 from furiosa_opt.lang.context import DmaContext, expect_context
+from furiosa_opt.lang.tensors import dlpack
 from furiosa_opt.lang.tensors.base import Tensor, moved, recorded
 from furiosa_opt.lang.tensors.memory import HbmTensor
 from furiosa_opt.mapping import Mapping, MappingError, m, views
@@ -28,8 +29,12 @@ from furiosa_opt.mapping.expr import Pair
 from furiosa_opt.mapping.factors import Comp, SymAtom
 
 
-def _axis_order(mapping: Mapping) -> list[tuple[str, int]]:
-    """Axes in order of first appearance in the (canonical) mapping, with their sizes."""
+def logical_axes(mapping: Mapping) -> list[tuple[str, int]]:
+    """The axes of a host tensor's logical array (`to_numpy`, DLPack), in order of first appearance in the
+    (canonical) mapping, with their sizes: its shape is their sizes.
+
+        logical_axes(m["A / 2, B, A % 2"])   # A=4, B=2: [("A", 4), ("B", 2)]
+    """
     found: dict[str, int] = {}
 
     def walk(factors) -> None:
@@ -126,8 +131,35 @@ class HostTensor(Tensor):
             HostTensor.from_numpy(np.arange(8).reshape(2, 4), i32, m["A, B"])   # A=2, B=4
             HostTensor.from_numpy(np.array([7]), i32, m["1"])
         """
-        array = np.asarray(array)
-        order = _axis_order(mapping)
+        return cls._from_array(np.asarray(array), dtype, mapping, "from_numpy", share=False)
+
+    @classmethod
+    @user_facing
+    def from_dlpack(cls, producer: Any, dtype: DType, mapping: Mapping) -> HostTensor:
+        """The tensor of any DLPack producer (a torch tensor, a numpy array, ...), taken as `from_numpy`
+        takes an array; bf16 comes in from torch's `bfloat16` (numpy cannot export ml_dtypes' bf16).
+
+            HostTensor.from_dlpack(torch.ones(2, 4, dtype=torch.bfloat16), bf16, m["A, B"])   # A=2, B=4
+
+        The tensor shares the producer's memory, no copy, when the producer's dtype is `dtype`'s storage
+        (torch `bfloat16` for bf16, `float32` for f32, ...), its shape is the mapping's logical shape, it is
+        C-contiguous, and `mapping` lays each axis out whole, without padding (`m["A, B"]`, not
+        `m["A / 2, B, A % 2"]` nor `m["A, B # 8"]`). Then the producer's later writes show in the tensor; the tensor
+        itself never writes into that memory (a kernel's in-place write copies it first). Otherwise the
+        values are copied once, converted as `from_numpy` converts them.
+        """
+        try:
+            array = dlpack.to_numpy(producer)
+        except (TypeError, BufferError, RuntimeError) as error:
+            reason = " ".join(str(error).split())
+            raise VerifyError("host-dlpack", f"from_dlpack: cannot read the producer: {reason}") from None
+        return cls._from_array(array, dtype, mapping, "from_dlpack", share=True)
+
+    @classmethod
+    def _from_array(cls, array: np.ndarray, dtype: DType, mapping: Mapping, what: str, share: bool) -> HostTensor:
+        """The tensor of a logical or flat array (see `from_numpy`); with `share`, the array itself is the
+        buffer when it already is the buffer's wire order, else one copy."""
+        order = logical_axes(mapping)
         shape = tuple(n for _, n in order)
         if array.shape != shape:
             cells = _live_logical(mapping, order, shape)
@@ -135,7 +167,7 @@ class HostTensor(Tensor):
                 names = ", ".join(f"{a}={n}" for a, n in order)
                 raise VerifyError(
                     "host-shape",
-                    f"from_numpy: expected shape {shape} ({names}) for `{mapping}`, or a flat array of its "
+                    f"{what}: expected shape {shape} ({names}) for `{mapping}`, or a flat array of its "
                     f"{cells.size} cells, got {array.shape}",
                 )
             flat, array = array, np.zeros(shape, dtype=array.dtype)
@@ -143,12 +175,12 @@ class HostTensor(Tensor):
         try:
             logical = dtypes.from_user(array, dtype, copy=False)  # the one copy comes below
         except dtypes.DTypeError as error:
-            raise VerifyError("host-values", f"from_numpy: {error}") from None
+            raise VerifyError("host-values", f"{what}: {error}") from None
         try:  # a view of the array in the mapping's digits, one copy
             moved = cpu.relayout(cpu.Buf(logical.reshape(-1)), views.dense(order), mapping.factors, True, True)
             values = moved.values()
-            # one copy in all: the tensor never shares the caller's array
-            data = cpu.fresh(values.copy() if np.may_share_memory(values, array) else values)
+            # one copy in all, unless sharing: the array itself when it is in wire order already
+            data = cpu.fresh(values.copy() if np.may_share_memory(values, array) and not share else values)
         except MappingError:  # a mapping cutting an axis where views cannot: cell by cell
             data = cpu.fresh(_placed(logical, order, mapping, dtype))
         return cls(dtype, (mapping,), data)
@@ -327,14 +359,20 @@ class HostTensor(Tensor):
 
     @user_facing
     def to_numpy(self) -> np.ndarray:
-        """One dimension per axis, in the order the axes first appear in the mapping."""
+        """One dimension per axis, in the order the axes first appear in the mapping (always a copy)."""
+        values, shared = self._logical()
+        return values.copy() if shared else values
+
+    def _logical(self) -> tuple[np.ndarray, bool]:
+        """The logical array (see `to_numpy`) and whether it is the tensor's own buffer, reshaped: it is when
+        the mapping lays each axis out whole, without padding, and the buffer is a plain array."""
         mapping = self.params[0]
-        order = _axis_order(mapping)
+        order = logical_axes(mapping)
         shape = tuple(n for _, n in order)
         try:  # the buffer's digits viewed as the array's dimensions, one copy
             moved = cpu.relayout(self.data, mapping.factors, views.dense(order), False, True)
-            values = moved.values()
-            return (values.copy() if moved is self.data else values).reshape(shape)  # never the tensor's own
+            values = moved.values().reshape(shape)
+            return values, moved is self.data and np.may_share_memory(values, self.data.values())
         except MappingError:  # a mapping covering part of an axis, or cutting it where views cannot
             out = np.zeros(shape, dtype=self.dtype.storage)
             layout = evaluate(mapping.factors, np.arange(mapping.size, dtype=np.int64))
@@ -344,7 +382,51 @@ class HostTensor(Tensor):
                 out[tuple(layout.coords[a][live] for a, _ in order)] = values
             elif len(values):
                 out[()] = values[0]
-            return out
+            return out, False
+
+    def _exported(self, copy: bool | None, what: str) -> np.ndarray:
+        """The logical array `__dlpack__` and `__array__` hand out: the buffer itself where `_logical` finds
+        it writable and contiguous and `copy` is not True, else a fresh array (`copy=False` then refused)."""
+        values, shared = self._logical()
+        if shared and not (values.flags.writeable and values.flags.c_contiguous):
+            values, shared = np.array(values), False  # a constant's stride-0 view, a read-only buffer
+        if copy is False and not shared:  # numpy's __array__ protocol says ValueError, DLPack's BufferError
+            raise (BufferError if what == "__dlpack__" else ValueError)(
+                f"{what}: the buffer of `{self.params[0]}` is not its logical array; it needs a copy"
+            )
+        return values.copy() if copy and shared else values
+
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: Any = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """The logical array (`to_numpy`'s) as a DLPack capsule, bf16 included: `torch.from_dlpack(t)`.
+
+            torch.from_dlpack(HostTensor.zeros(bf16, m["A, B"]))   # a torch.bfloat16 tensor [A, B]
+
+        Shared, no copy, when the mapping lays each axis out whole, without padding (`m["A, B"]`), and the
+        buffer is the tensor's own array: then the consumer's writes change this tensor. Otherwise (or with
+        `copy=True`) the consumer gets a fresh array; `copy=False` refuses a layout that needs one.
+        """
+        asked = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
+        kwargs = {key: value for key, value in asked.items() if value is not None}  # numpy < 2.1 takes `stream`
+        return dlpack.capsule(self._exported(copy, "__dlpack__"), **kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """Host memory: DLPack's `(kDLCPU, 0)`."""
+        return (1, 0)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """`np.asarray(t)`: the logical array, shared or copied as in `__dlpack__`.
+
+        np.asarray(HostTensor.zeros(f32, m["A"]))   # A=3: array([0., 0., 0.], dtype=float32)
+        """
+        values = self._exported(copy, "__array__")
+        return values if dtype is None else values.astype(dtype, copy=False)
 
     @user_facing
     def to_hbm(self, pdma: DmaContext, chip: Mapping | None = None, element: Mapping | None = None) -> HbmTensor:
