@@ -10,7 +10,7 @@ import torch
 
 from base_template.kernel.gemm_kernel import gemm_kernel
 from base_template.oracle import round_bf16, sequential_dot
-from furiosa_opt import VerifyError
+from furiosa_opt import Context, VerifyError
 from furiosa_opt.torch import op
 from transformer.kernel import embedding
 
@@ -43,6 +43,14 @@ def test_the_operator_gives_the_kernels_oracle_bit_for_bit(operands):
     a64, b64 = a.float().numpy(), b.float().numpy()
     expected = round_bf16(sequential_dot(a64[:, None, :], b64[None, :, :]))
     assert np.array_equal(got.float().numpy(), np.asarray(expected, np.float32))
+
+
+def test_the_operator_runs_inside_a_held_context(operands):
+    """A caller inside `with Context.acquire()` (a host program) calls the operator: it launches on the
+    context that block holds instead of waiting for it."""
+    with Context.acquire():
+        inside = gemm(*operands)
+    assert torch.equal(inside, gemm(*operands))
 
 
 def test_the_schema_comes_from_the_signature():

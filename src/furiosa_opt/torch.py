@@ -122,7 +122,7 @@ def op(kernel: DeviceFunction, *, mutates: Iterable[str] = (), name: str | None 
     def run(*tensors: torch.Tensor) -> Any:
         for leaf, value in zip(leaves, tensors, strict=True):
             leaf.check(operator, value)
-        with Context.acquire() as ctx:
+        with Context.held() as ctx:  # the caller may be inside `with Context.acquire()`
             uploaded = [leaf.upload(ctx, value) for leaf, value in zip(leaves, tensors, strict=True)]
             arguments = _structured(kernel, (leaf.argument(hbm) for leaf, hbm in zip(leaves, uploaded, strict=True)))
             results = launch(kernel, ctx, *arguments)

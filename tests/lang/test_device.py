@@ -119,6 +119,21 @@ def test_context_is_one_per_process():
     assert {first.main.name, first.sub.name, first.tdma.name, first.pdma.name} == {"main", "sub", "tdma", "pdma"}
 
 
+def test_a_nested_acquire_is_refused_and_held_reuses_the_context():
+    """A second `acquire` on the thread that holds the context would wait for itself: it is refused in one
+    line, and the context stays usable; `held` hands out the context this thread holds, or acquires it."""
+    with Context.acquire() as outer:
+        with pytest.raises(VerifyError) as info, Context.acquire():
+            pass
+        assert info.value.rule == "context-acquire" and "same thread" in info.value.message
+        with Context.held() as inner:
+            assert inner is outer
+    with Context.held() as alone, pytest.raises(VerifyError), Context.acquire():  # held acquired it: refused
+        pass
+    with Context.acquire() as again:  # released after each block, even the refused one
+        assert again is alone
+
+
 def test_host_tensor_numpy_round_trips_and_padding():
     C = axes(C=5)
     values = np.arange(A.size * C.size, dtype=np.float32).reshape(A.size, C.size) / 7

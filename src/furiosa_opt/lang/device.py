@@ -56,6 +56,7 @@ class Context:
     """
 
     _lock = threading.Lock()
+    _holder: int | None = None  # the thread holding the context (`acquire`)
 
     def __init__(self):
         self.main, self.sub = TuContext("main"), TuContext("sub")
@@ -85,9 +86,36 @@ class Context:
     @classmethod
     @contextmanager
     def acquire(cls) -> Iterator[Context]:
-        """`with Context.acquire() as ctx:` — one holder at a time, like upstream's singleton."""
+        """`with Context.acquire() as ctx:` — one holder at a time, like upstream's singleton. A thread
+        that holds it already is refused (it would wait for itself forever): pass on the `ctx` it has.
+        """
+        if cls._holder == threading.get_ident():
+            raise VerifyError(
+                "context-acquire",
+                "Context.acquire() inside a `with Context.acquire()` of the same thread would wait for itself; "
+                "use the context that block gave",
+            )
         with cls._lock:
+            cls._holder = threading.get_ident()
+            try:
+                yield PROCESS_CONTEXT
+            finally:
+                cls._holder = None
+
+    @classmethod
+    @contextmanager
+    def held(cls) -> Iterator[Context]:
+        """The context, acquired for the block unless this thread holds it already: for library code that
+        launches on behalf of a caller who may be inside `with Context.acquire()` (a torch operator).
+
+            with Context.held() as ctx:
+                out = launch(kernel, ctx, x)
+        """
+        if cls._holder == threading.get_ident():
             yield PROCESS_CONTEXT
+            return
+        with cls.acquire() as ctx:
+            yield ctx
 
 
 # The process-wide Context that `Context.acquire()` hands out. The tracer binds a kernel's Context parameter to
