@@ -10,7 +10,8 @@ CHROMIUM := /usr/bin/chromium
 $(STAMP): pyproject.toml examples/base-template/pyproject.toml examples/vector-kernels/pyproject.toml examples/mnist/pyproject.toml examples/transformer/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]' -e examples/base-template -e examples/vector-kernels -e 'examples/mnist[train]' -e 'examples/transformer[model]'
+	$(BIN)/python -m pip install -q torch==2.13.0  # the CPU build, before anything that asks for torch
+	$(BIN)/python -m pip install -q -e '.[dev]' -e examples/base-template -e examples/vector-kernels -e 'examples/mnist[train]' -e 'examples/transformer[model,test]'
 	touch $(STAMP)
 
 demo: $(STAMP)
