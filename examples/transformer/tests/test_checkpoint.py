@@ -284,6 +284,7 @@ YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 
          'rope_parameters.rope_type is "yarn"; the kernels implement only the default RoPE (no scaling)'),
         ({"rope_scaling": YARN}, 'rope_scaling.rope_type is "yarn"; the kernels implement only the default RoPE'),
         ({"rope_scaling": {"type": "linear", "factor": 2.0}}, 'rope_scaling.type is "linear"; the kernels implement'),
+        ({"rope_scaling": "yarn"}, 'rope_scaling is "yarn", not an object or null'),
         ({"rope_theta": None, "rope_parameters": {"rope_theta": 1e6, "partial_rotary_factor": 0.5}},
          "rope_parameters.partial_rotary_factor is 0.5; the kernels rotate the whole head"),
         ({"attention_bias": True}, "attention_bias is true; the kernels' q/k/v/o projections have no bias"),

@@ -121,6 +121,8 @@ def read_config(directory: Path) -> dict:
         if config.get(name) not in (None, want):
             raise CheckpointError(f"{path}: {name} is {json.dumps(config[name])}; {why}")
     layer_types = config.get("layer_types") or []
+    if not isinstance(layer_types, list):
+        raise CheckpointError(f"{path}: layer_types is {json.dumps(layer_types)}, not a list")
     sliding = [kind for kind in layer_types if kind != "full_attention"]
     if sliding:
         raise CheckpointError(f"{path}: layer_types holds {sliding[0]!r}; the kernels have only full attention")
@@ -140,7 +142,10 @@ def check_rope(path: Path, config: dict) -> None:
         rope, where = config, ""
     else:
         raise CheckpointError(f"{path}: no field 'rope_parameters' (transformers 5) or 'rope_theta' (transformers 4)")
-    for scaling, prefix in ((rope, where), (config.get("rope_scaling") or {}, "rope_scaling.")):
+    legacy = config.get("rope_scaling") or {}
+    if not isinstance(legacy, dict):
+        raise CheckpointError(f"{path}: rope_scaling is {json.dumps(legacy)}, not an object or null")
+    for scaling, prefix in ((rope, where), (legacy, "rope_scaling.")):
         for key in ("rope_type", "type"):
             kind = scaling.get(key, ROPE_TYPE)
             if kind != ROPE_TYPE:
