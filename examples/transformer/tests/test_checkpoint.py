@@ -313,6 +313,8 @@ def test_transformers_5s_config_is_read(tmp_path):
                "use_sliding_window": False, "sliding_window": None}  # fmt: skip
     tmp_path.joinpath("config.json").write_text(json.dumps(config))
     assert checkpoint.read_config(tmp_path)["num_hidden_layers"] == LAYERS
+    tmp_path.joinpath("config.json").write_text(json.dumps(config | {"hidden_act": "swish"}))  # transformers' SiLU
+    assert checkpoint.read_config(tmp_path)["hidden_act"] == "swish"
 
 
 def test_end_of_sequence_tokens_come_from_generation_config_first(tmp_path):

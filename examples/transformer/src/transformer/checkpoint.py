@@ -43,11 +43,12 @@ WIDTHS = {
     "intermediate_size": K.L.size,
     "vocab_size": K.W.size,
 }
-# config.json fields the kernels implement one setting of (absent: transformers' Qwen3 default, that setting)
+# config.json fields the kernels implement one setting of (absent: transformers' Qwen3 default, that setting;
+# transformers' "swish" is its SiLU too)
 FIXED = {
-    "attention_bias": (False, "the kernels' q/k/v/o projections have no bias"),
-    "hidden_act": ("silu", "the kernels' MLP is SiLU-gated"),
-    "use_sliding_window": (False, "the kernels attend to every earlier position (no sliding window)"),
+    "attention_bias": ((False,), "the kernels' q/k/v/o projections have no bias"),
+    "hidden_act": (("silu", "swish"), "the kernels' MLP is SiLU-gated"),
+    "use_sliding_window": ((False,), "the kernels attend to every earlier position (no sliding window)"),
 }
 ROPE_TYPE = "default"  # RoPE as the kernels apply it: cos/sin of position × theta^(-2i/D), no scaling
 
@@ -117,8 +118,8 @@ def read_config(directory: Path) -> dict:
             raise CheckpointError(f"{path}: {name} is {got!r}, not a positive integer")
         if want is not None and got != want:
             raise CheckpointError(f"{path}: {name} is {got!r}; the kernels are built for {want:g} (Qwen3-0.6B)")
-    for name, (want, why) in FIXED.items():
-        if config.get(name) not in (None, want):
+    for name, (wanted, why) in FIXED.items():
+        if config.get(name) not in (None, *wanted):
             raise CheckpointError(f"{path}: {name} is {json.dumps(config[name])}; {why}")
     layer_types = config.get("layer_types") or []
     if not isinstance(layer_types, list):
