@@ -7,8 +7,10 @@ backends instead of furiosa-torch.
 * `run --random-layers K [--max-new-tokens N] [--prompt IDS] [--seed S] [--check]`: greedy decoding through K
   random layers at the real widths (no checkpoint needed); `--check` decodes with the reference too and
   fails if the tokens differ.
-* `run --model DIR --prompt TEXT [--max-new-tokens N] [--check]`: greedy decoding from a Qwen3-0.6B checkpoint
-  directory (checkpoint.py): the prompt is encoded with its `tokenizer.json`, the generated ids decoded.
+* `run --model DIR --prompt TEXT [--max-new-tokens N] [--ignore-eos] [--check]`: greedy decoding from a
+  Qwen3-0.6B checkpoint directory (checkpoint.py): the prompt is encoded with its `tokenizer.json`, decoding
+  stops at an end-of-sequence token of its `generation_config.json` / `config.json` (or goes on to N tokens
+  with `--ignore-eos`), and the generated ids are decoded.
 
 The backend is the one the environment selects (`FURIOSA_OPT_BACKEND=npu` for the simulator).
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Collection
 
 import numpy as np
 
@@ -96,16 +99,18 @@ def verify(seed: int) -> int:
     return 0 if ok else 1
 
 
-def decode(model: host.Model, prompt: list[int], max_new_tokens: int, check: bool, source: str) -> list[int] | None:
-    """Greedy decoding on the selected backend, the timings on stderr; with `check`, None if the numpy
-    reference decodes other tokens."""
+def decode(
+    model: host.Model, prompt: list[int], max_new_tokens: int, check: bool, source: str, stop: Collection[int] = ()
+) -> list[int] | None:
+    """Greedy decoding on the selected backend up to a token of `stop`, the timings on stderr; with `check`,
+    None if the numpy reference decodes other tokens."""
     with Context.acquire() as ctx:
         start = time.perf_counter()
         decoder = host.Decoder(ctx, model, _launch())
         uploaded = time.perf_counter()
-        tokens = decoder.generate(prompt, max_new_tokens)
+        tokens = decoder.generate(prompt, max_new_tokens, stop)
         done = time.perf_counter()
-    steps = len(prompt) + max_new_tokens - 1
+    steps = max(len(prompt) + len(tokens) - 1, 1)
     print(f"backend {env.backend()}, {source}, prompt {prompt}")
     print("tokens", " ".join(str(t) for t in tokens))
     print(
@@ -113,8 +118,10 @@ def decode(model: host.Model, prompt: list[int], max_new_tokens: int, check: boo
         f"({(done - uploaded) / steps:.2f} s/token)",
         file=sys.stderr,
     )
+    if tokens and tokens[-1] in stop:
+        print(f"stopped at the end-of-sequence token {tokens[-1]} (--ignore-eos goes on)", file=sys.stderr)
     if check:
-        expected = host.ReferenceDecoder(model).generate(prompt, max_new_tokens)
+        expected = host.ReferenceDecoder(model).generate(prompt, max_new_tokens, stop)
         print("reference", " ".join(str(t) for t in expected))
         if expected != tokens:
             print("FAIL: the tokens differ from the reference's")
@@ -131,8 +138,9 @@ def run(layers: int, max_new_tokens: int, prompt: list[int], seed: int, check: b
     return 0 if tokens is not None else 1
 
 
-def run_model(directory: str, text: str, max_new_tokens: int, check: bool) -> int:
-    """`run --model DIR`: the checkpoint's weights and tokenizer; the prompt and its continuation printed."""
+def run_model(directory: str, text: str, max_new_tokens: int, check: bool, ignore_eos: bool = False) -> int:
+    """`run --model DIR`: the checkpoint's weights, tokenizer and end-of-sequence tokens; the prompt and its
+    continuation printed."""
     try:
         from transformer import checkpoint
     except ImportError as error:
@@ -140,6 +148,7 @@ def run_model(directory: str, text: str, max_new_tokens: int, check: bool) -> in
         return 2
     try:
         tokenizer = checkpoint.load_tokenizer(directory)
+        stop = [] if ignore_eos else checkpoint.eos_tokens(directory)
         start = time.perf_counter()
         model = checkpoint.load_model(directory)
     except (checkpoint.CheckpointError, FileNotFoundError) as error:
@@ -154,7 +163,7 @@ def run_model(directory: str, text: str, max_new_tokens: int, check: bool) -> in
         what = "no tokens" if not prompt else f"token {max(prompt)}, past the {len(model.embedding)} embedding rows"
         print(f"error: the prompt {text!r} encodes to {what}", file=sys.stderr)
         return 2
-    tokens = decode(model, prompt, max_new_tokens, check, f"{len(model.layers)} layers of {directory}")
+    tokens = decode(model, prompt, max_new_tokens, check, f"{len(model.layers)} layers of {directory}", stop)
     if tokens is None:
         return 1
     print(text + tokenizer.decode(tokens, skip_special_tokens=False))
@@ -174,13 +183,14 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--prompt", help="text (--model), or comma-separated token ids (default 1,2,3)")
     r.add_argument("--seed", type=int, default=42)
     r.add_argument("--check", action="store_true", help="decode with the numpy reference too and compare")
+    r.add_argument("--ignore-eos", action="store_true", help="--model: go on past an end-of-sequence token")
     args = parser.parse_args(argv)
     if args.command == "verify":
         return verify(args.seed)
     if args.model is not None:
         if args.prompt is None:
             parser.error("run --model needs --prompt TEXT")
-        return run_model(args.model, args.prompt, args.max_new_tokens, args.check)
+        return run_model(args.model, args.prompt, args.max_new_tokens, args.check, args.ignore_eos)
     try:
         prompt = [int(t) for t in (args.prompt or "1,2,3").split(",") if t]
     except ValueError:

@@ -5,7 +5,7 @@ running attention state in HBM between launches, as upstream's `Pipeline` does."
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 import ml_dtypes
@@ -160,12 +160,27 @@ class Layer:
 @dataclass
 class Model:
     """Weights with upstream's tensor shapes, bf16 values: float32 arrays (`random_model`) or
-    `ml_dtypes.bfloat16` arrays (a checkpoint, `checkpoint.load_model`); both upload as they are."""
+    `ml_dtypes.bfloat16` arrays (a checkpoint, `checkpoint.load_model`); both upload as they are.
+
+    `hidden_scale` is a power of two the hidden state is carried times: the embedding row is scaled by it
+    when it is looked up, and a checkpoint's weights that add to the hidden state or feed a rmsnorm are
+    stored scaled (`checkpoint.rmsnorm_scale`: how the kernels' fixed epsilon acts as the checkpoint's).
+
+        >>> model = Model(np.array([[1.0, -2.0], [4.0, 8.0]]), [], np.ones(2), np.eye(2), hidden_scale=0.25)
+        >>> model.embedding_row(1)
+        array([1., 2.])
+    """
 
     embedding: np.ndarray  # [W, H]
     layers: list[Layer]
     final_norm: np.ndarray  # [H]
     lm_head: np.ndarray  # [W, H]
+    hidden_scale: float = 1.0
+
+    def embedding_row(self, token: int) -> np.ndarray:
+        """The token's row of the embedding, times `hidden_scale` (exact: a power of two)."""
+        row = self.embedding[token]
+        return row if self.hidden_scale == 1 else row * row.dtype.type(self.hidden_scale)
 
 
 def random_model(layers: int, seed: int = 42) -> Model:
@@ -195,6 +210,28 @@ def random_model(layers: int, seed: int = 42) -> Model:
         )
     embedding = seeded_bf16(rng, (K.W.size, h), 1.0)
     return Model(embedding, built, seeded_norm(rng, h), seeded_bf16(rng, (K.W.size, h), 0.05))
+
+
+def greedy(
+    step: Callable[[int, int], np.ndarray], prompt: list[int], max_new_tokens: int, stop: Collection[int] = ()
+) -> list[int]:
+    """Greedy decoding by `step(token, position) -> logits`: every prompt token is fed one at a time, then the
+    arg-max token, up to `max_new_tokens` times; a token of `stop` (the end-of-sequence ids) ends it, and is
+    the last one returned, as transformers' `generate` returns it.
+
+        >>> greedy(lambda token, position: np.eye(4)[(token + 1) % 4], [0, 1], 5, stop=[0])
+        [2, 3, 0]
+    """
+    tokens, generated = list(prompt), []
+    for position in range(len(prompt) + max_new_tokens - 1):
+        logits = step(tokens[position], position)
+        if position >= len(prompt) - 1:
+            token = int(np.argmax(logits))
+            generated.append(token)
+            tokens.append(token)
+            if token in stop:
+                break
+    return generated
 
 
 @dataclass
@@ -248,7 +285,7 @@ class Decoder:
         cos_hbm, sin_hbm = upload(self.ctx, cos, bf16, m["D"]), upload(self.ctx, sin, bf16, m["D"])
         offset = upload(self.ctx, [row * K.ROW_BYTES], i32, m["1"])
         causal = upload(self.ctx, (np.arange(K.T.size) <= row).astype(np.float32), f32, m["T"])
-        self.launch_(K.embedding, self.ctx, upload(self.ctx, self.model.embedding[token], bf16, m["H"]), self.x)
+        self.launch_(K.embedding, self.ctx, upload(self.ctx, self.model.embedding_row(token), bf16, m["H"]), self.x)
         for i, layer in enumerate(self.layers):
             k_cache, v_cache = self.cache(i, chunk)
             self.launch_(
@@ -263,17 +300,9 @@ class Decoder:
         self.launch_(K.final_layer, self.ctx, self.x, self.final_norm, self.lm_head, self.logits)
         return read(self.ctx, self.logits)[: K.W.size]
 
-    def generate(self, prompt: list[int], max_new_tokens: int) -> list[int]:
-        """Greedy: every prompt token is fed one at a time, then the arg-max token, `max_new_tokens` times."""
-        tokens = list(prompt)
-        generated = []
-        for position in range(len(prompt) + max_new_tokens - 1):
-            logits = self.step(tokens[position], position)
-            if position >= len(prompt) - 1:
-                token = int(np.argmax(logits))
-                generated.append(token)
-                tokens.append(token)
-        return generated
+    def generate(self, prompt: list[int], max_new_tokens: int, stop: Collection[int] = ()) -> list[int]:
+        """`greedy` through the kernels."""
+        return greedy(self.step, prompt, max_new_tokens, stop)
 
 
 class ReferenceDecoder:
@@ -288,7 +317,7 @@ class ReferenceDecoder:
         t = K.T.size
         chunk, row = divmod(position, t)
         cos, sin = R.rope_tables(position)
-        x = np.asarray(self.model.embedding[token], np.float32)
+        x = np.asarray(self.model.embedding_row(token), np.float32)
         for i, layer in enumerate(self.model.layers):
             p = layer.projection
             q, k, v = R.projection(x, p.q, p.k, p.v, p.input_rms, p.q_rms, p.k_rms, cos, sin)
@@ -308,12 +337,6 @@ class ReferenceDecoder:
             x = R.decoder(state[2], state[1], x, d.o, d.post_rms, d.up, d.gate, d.down)
         return R.final_layer(x, self.model.final_norm, self.model.lm_head)
 
-    def generate(self, prompt: list[int], max_new_tokens: int) -> list[int]:
-        tokens, generated = list(prompt), []
-        for position in range(len(prompt) + max_new_tokens - 1):
-            logits = self.step(tokens[position], position)
-            if position >= len(prompt) - 1:
-                token = int(np.argmax(logits))
-                generated.append(token)
-                tokens.append(token)
-        return generated
+    def generate(self, prompt: list[int], max_new_tokens: int, stop: Collection[int] = ()) -> list[int]:
+        """`greedy` through the numpy reference."""
+        return greedy(self.step, prompt, max_new_tokens, stop)
