@@ -1,0 +1,202 @@
+"""`furiosa-opt lsp` end to end, driven by pytest-lsp's client: the base template's gemm kernel, copied into
+a temporary directory (the "user's tree", which the server must leave untouched), edited the way a user
+would, with every answer checked against what the kernel says (the rule a broken mapping breaks, the
+stages the table allows, the layouts the tracer computes)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from furiosa_opt.stages import following
+
+ROOT = Path(__file__).resolve().parents[2]
+GEMM = ROOT / "examples" / "base-template" / "src" / "base_template" / "kernel" / "gemm_kernel.py"
+SERVER = [sys.executable, "-m", "furiosa_opt.cli.main", "lsp"]
+ENV = {"FURIOSA_OPT_LSP_TIMEOUT": "4", "PATH": "/usr/bin:/bin"}
+COLLECT = 'm[f"I % {TI}, J / 8 % {JT}, K / 16"], m["K % 16"])\n        .contract_outer'
+BROKEN = COLLECT.replace("K / 16", "K / 8")
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("user-tree")
+
+
+@pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=SERVER, server_env=ENV))
+async def client(lsp_client: LanguageClient, tree: Path):
+    await lsp_client.initialize_session(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=tree.as_uri())
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+def snapshot(tree: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(tree)): (p.stat().st_size, p.stat().st_mtime_ns) for p in tree.rglob("*")}
+
+
+class Document:
+    """A file of the user's tree, opened in the client; `edit` replaces its whole text (a new version)."""
+
+    def __init__(self, client: LanguageClient, path: Path, text: str):
+        self.client, self.path, self.uri, self.version = client, path, path.as_uri(), 1
+        path.write_text(text)
+        item = types.TextDocumentItem(self.uri, "python", self.version, text)
+        client.text_document_did_open(types.DidOpenTextDocumentParams(item))
+
+    def edit(self, text: str) -> None:
+        self.version += 1
+        change = types.TextDocumentContentChangeWholeDocument(text=text)
+        identifier = types.VersionedTextDocumentIdentifier(version=self.version, uri=self.uri)
+        self.client.text_document_did_change(types.DidChangeTextDocumentParams(identifier, [change]))
+
+    async def diagnostics(self) -> list[types.Diagnostic]:
+        """The diagnostics published for this document's current version."""
+        while True:
+            params = await self.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+            if params.uri == self.uri and params.version == self.version:
+                return list(params.diagnostics)
+
+    @property
+    def ident(self) -> types.TextDocumentIdentifier:
+        return types.TextDocumentIdentifier(self.uri)
+
+
+@pytest.fixture(scope="module")
+def gemm_text() -> str:
+    return GEMM.read_text()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_broken_mapping_gives_its_rule_at_the_call(client: LanguageClient, tree: Path, gemm_text: str):
+    text = gemm_text.replace(COLLECT, BROKEN)
+    document = Document(client, tree / "broken_gemm.py", text)
+    before = snapshot(tree)
+    (diagnostic,) = await document.diagnostics()
+    assert diagnostic.code == "collect-time-mismatch"
+    line = next(i for i, row in enumerate(text.splitlines()) if "K / 8" in row)
+    row = text.splitlines()[line]
+    start = row.index("collect")
+    assert diagnostic.range == types.Range(types.Position(line, start), types.Position(line, len(row)))
+    assert "Expected: `I % 32, J / 8 % 4, K / 16`" in diagnostic.message
+    # the fix writes the mapping the rule expects, in place of the f-string that gave the other one
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(document.ident, diagnostic.range, types.CodeActionContext([diagnostic]))
+    )
+    (edit,) = actions[0].edit.changes[document.uri]
+    assert edit.new_text == 'm["I % 32, J / 8 % 4, K / 16"]'
+    assert row[edit.range.start.character : edit.range.end.character] == 'm[f"I % {TI}, J / 8 % {JT}, K / 8"]'
+    assert snapshot(tree) == before, "the server wrote into the user's tree"
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_hover_inlay_hints_and_completion_on_the_chain(client: LanguageClient, tree: Path, gemm_text: str):
+    document = Document(client, tree / "gemm.py", gemm_text)
+    assert await document.diagnostics() == []
+    lines = gemm_text.splitlines()
+    collect = next(i for i, row in enumerate(lines) if ".collect(" in row and "I %" in row)
+    # hover on the stream after `.collect(...)`: its Time and Packet, as the rule computes them
+    hover = await client.text_document_hover_async(
+        types.HoverParams(document.ident, types.Position(collect, lines[collect].index("collect") + 2))
+    )
+    assert 'Time: `m["I % 32, J / 8 % 4, K / 16"]` (size 512)' in hover.contents.value
+    assert 'Packet: `m["K % 16"]` (size 16)' in hover.contents.value
+    assert "context `main`" in hover.contents.value
+    # hover on a variable: the value its chain ends with (b_trf: the TRF tensor, lanes over J % 8)
+    use = next(i for i, row in enumerate(lines) if "contract_outer(b_trf" in row)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(document.ident, types.Position(use, lines[use].index("b_trf") + 1))
+    )
+    assert "**trf**<bf16> after `to_trf`" in hover.contents.value
+    assert 'Lane: `m["J % 8"]` (size 8)' in hover.contents.value
+    # hover on m[...] and on an axis
+    hover = await client.text_document_hover_async(
+        types.HoverParams(document.ident, types.Position(collect, lines[collect].index('m["K % 16"]') + 3))
+    )
+    assert "normal form `K % 16`, size 16" in hover.contents.value
+    axis = next(i for i, row in enumerate(lines) if "axes(I=512" in row)
+    hover = await client.text_document_hover_async(types.HoverParams(document.ident, types.Position(axis, 3)))
+    assert hover.contents.value.startswith(f"axis `J`: size 512, declared on line {axis + 1}")
+    # an inlay hint after every stage of both chains, ending where the call ends
+    hints = await client.text_document_inlay_hint_async(
+        types.InlayHintParams(document.ident, types.Range(types.Position(0, 0), types.Position(len(lines), 0)))
+    )
+    stages = [i for i, row in enumerate(lines) if row.lstrip().startswith((".fetch", ".collect", ".contract",
+                                                                           ".cast", ".commit", ".to_trf"))]  # fmt: skip
+    by_line = {h.position.line: h for h in hints}
+    assert set(stages) <= set(by_line), "a stage has no inlay hint"
+    for line in stages:
+        assert by_line[line].position.character == len(lines[line].split("  #")[0].rstrip())
+    assert by_line[collect].label == " Time [I % 32, J / 8 % 4, K / 16] Packet [K % 16]"
+    # completion after `.fetch(...)`: the stages the table allows after a fetch come first, in table order
+    fetch = next(i for i, row in enumerate(lines) if ".fetch(" in row and "I %" in row)
+    edited = "\n".join([*lines[: fetch + 1], "        .", *lines[fetch + 1 :]])
+    document.edit(edited)
+    completion = await client.text_document_completion_async(
+        types.CompletionParams(document.ident, types.Position(fetch + 1, 9))
+    )
+    ranked = [item.label for item in sorted(completion.items, key=lambda item: item.sort_text)]
+    allowed = list(following("fetch"))
+    assert allowed == ["fetch_table_lookup", "fetch_cast", "fetch_zero_point_sub", "switch", "collect"]
+    assert ranked[: len(allowed)] == allowed
+    assert {"commit", "cast", "to_trf"} <= set(ranked[len(allowed) :])
+    # signature help inside a call (the line inserted above moved the collect one down)
+    help_ = await client.text_document_signature_help_async(
+        types.SignatureHelpParams(document.ident, types.Position(collect + 1, lines[collect].index("], m[") + 3))
+    )
+    assert help_.signatures[0].label.startswith("collect(time")
+    assert help_.active_parameter == 1
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_code_action_declares_an_undeclared_axis(client: LanguageClient, tree: Path, gemm_text: str):
+    text = gemm_text.replace('Lane = m["J % 8"]', 'Lane = m["Q % 8"]')
+    document = Document(client, tree / "undeclared.py", text)
+    (diagnostic,) = await document.diagnostics()
+    assert diagnostic.code == "mapping-syntax"
+    lines = text.splitlines()
+    line = next(i for i, row in enumerate(lines) if "Q % 8" in row)
+    column = lines[line].index("Q % 8")
+    assert diagnostic.range == types.Range(types.Position(line, column), types.Position(line, column + 1))
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(document.ident, diagnostic.range, types.CodeActionContext([diagnostic]))
+    )
+    declare = next(a for a in actions if a.title == "Declare axis `Q`")
+    (edit,) = declare.edit.changes[document.uri]
+    fixed = [*lines[: edit.range.start.line], edit.new_text.rstrip("\n"), *lines[edit.range.start.line :]]
+    document.edit("\n".join(fixed) + "\n")
+    assert edit.new_text == "Q = axes(Q=8)  # its size: check it\n"  # 8: what `Q % 8` needs
+    assert edit.range.start.line == next(i for i, row in enumerate(lines) if "axes(I=512" in row) + 1
+    # the fixed file imports: Q is declared (the kernel, whose lanes now run over Q, may refuse that)
+    diagnostics = await document.diagnostics()
+    assert all(d.code != "mapping-syntax" for d in diagnostics), diagnostics
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_endless_import_times_out_and_the_next_edit_is_answered(client: LanguageClient, tree: Path):
+    log = tree.parent / "imports.log"
+    text = (
+        f"import os\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n')\nimport furiosa_opt\nwhile True:\n    pass\n"
+    )
+    document = Document(client, tree / "endless.py", text)
+    (diagnostic,) = await document.diagnostics()
+    assert diagnostic.code == "lsp-timeout"
+    assert diagnostic.range.start.line in (3, 4)  # the endless loop, where the limit found it running
+    document.edit("import furiosa_opt\nI = furiosa_opt.axes(I=8)\nbad = furiosa_opt.m['I, J']\n")
+    (diagnostic,) = await document.diagnostics()
+    assert diagnostic.code == "mapping-syntax"
+    assert str(client._server.pid) not in log.read_text().split(), "the server imported the user's module"
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_syntax_error_is_reported_as_such(client: LanguageClient, tree: Path):
+    document = Document(client, tree / "typo.py", "import furiosa_opt\ndef f(:\n    pass\n")
+    (diagnostic,) = await document.diagnostics()
+    assert diagnostic.code == "syntax-error"
+    assert diagnostic.range.start == types.Position(1, 6)
