@@ -88,8 +88,10 @@ def _import(name: str, copy: Path) -> tuple[Any, dict | None]:
     """The module executed from `copy` as `name`, or None and the diagnostic of why it failed."""
     spec = importlib.util.spec_from_file_location(name, copy)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
     try:
+        if "." in name:  # its package first, as an import would (the package may import this module itself)
+            importlib.import_module(name.rpartition(".")[0])
+        sys.modules[name] = module
         spec.loader.exec_module(module)
     except BaseException as error:
         return None, _failure(error, "import", name).record()
