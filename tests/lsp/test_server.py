@@ -200,3 +200,40 @@ async def test_syntax_error_is_reported_as_such(client: LanguageClient, tree: Pa
     (diagnostic,) = await document.diagnostics()
     assert diagnostic.code == "syntax-error"
     assert diagnostic.range.start == types.Position(1, 6)
+
+
+HOST = """\
+from base_template.kernel.gemm_kernel import gemm_kernel
+from furiosa_opt import axes, launch
+
+Q = axes(Q=4)
+WIDTH = Q.size
+
+
+def run(ctx, a, b):
+    return launch(gemm_kernel, ctx, a, b)  # may refuse with collect-packet-mismatch
+"""
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_definitions_and_rule_documentation(client: LanguageClient, tree: Path):
+    document = Document(client, tree / "host.py", HOST)
+    assert await document.diagnostics() == []
+    lines = HOST.splitlines()
+    launch_line = next(i for i, row in enumerate(lines) if "launch(gemm_kernel" in row)
+    found = await client.text_document_definition_async(
+        types.DefinitionParams(document.ident, types.Position(launch_line, lines[launch_line].index("gemm_kernel") + 1))
+    )
+    assert Path(found.uri.removeprefix("file://")).resolve() == GEMM.resolve()
+    kernel_lines = GEMM.read_text().splitlines()
+    assert kernel_lines[found.range.start.line].startswith("@device")  # the kernel's definition, decorator first
+    assert kernel_lines[found.range.start.line + 1].startswith("def gemm_kernel(")
+    width = next(i for i, row in enumerate(lines) if row.startswith("WIDTH"))
+    found = await client.text_document_definition_async(
+        types.DefinitionParams(document.ident, types.Position(width, lines[width].index("Q")))
+    )
+    assert found.uri == document.uri and found.range.start == types.Position(3, 0)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(document.ident, types.Position(launch_line, lines[launch_line].index("collect-packet") + 3))
+    )
+    assert hover.contents.value.startswith("**collect-packet-mismatch** (verify/stream.py, `check_collect`)")
