@@ -1,5 +1,6 @@
-"""Debian's Neovim (0.7, `apt-get install neovim`; `make test` installs it) against `furiosa-opt lsp`, headless:
-diagnostics and hover arrive in a real editor's LSP client. Without nvim the test fails, saying how to get it
+"""Debian's Neovim (0.7, `apt-get install neovim`; `make test` installs it) against `furiosa-opt lsp`, headless,
+configured with exactly the block docs/guide/language-server.md gives: diagnostics and hover arrive in a
+real editor's LSP client. Without nvim the test fails, saying how to get it
 (FURIOSA_OPT_SKIP_NEOVIM=1 skips it), as the browser tests do without Chromium."""
 
 from __future__ import annotations
@@ -15,6 +16,13 @@ import pytest
 HERE = Path(__file__).resolve().parent
 GEMM = HERE.parents[1] / "examples" / "base-template" / "src" / "base_template" / "kernel" / "gemm_kernel.py"
 NVIM = Path("/usr/bin/nvim")
+GUIDE = HERE.parents[1] / "docs" / "guide" / "language-server.md"
+
+
+def documented_configuration() -> str:
+    """The first Lua block of the guide: the tested Neovim 0.7 configuration."""
+    text = GUIDE.read_text()
+    return text.split("```lua\n", 1)[1].split("```", 1)[0]
 
 
 def test_neovim_shows_diagnostics_and_hover(tmp_path: Path):
@@ -32,13 +40,16 @@ def test_neovim_shows_diagnostics_and_hover(tmp_path: Path):
     lines = text.splitlines()
     collect = next(i for i, row in enumerate(lines) if ".collect(" in row and "J % 8" in row)  # the B chain's
     out = tmp_path / "answers.json"
+    init = tmp_path / "init.lua"
+    init.write_text(documented_configuration())
     environment = {
-        **os.environ, "LSP_FILE": str(kernel), "LSP_OUT": str(out), "LSP_PYTHON": sys.executable,
+        **os.environ, "LSP_FILE": str(kernel), "LSP_OUT": str(out),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",  # furiosa-opt
         "LSP_LINE": str(collect), "LSP_COLUMN": str(lines[collect].index("collect") + 2),
         "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_STATE_HOME": str(tmp_path / "state"),
         "XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
     }  # fmt: skip
-    command = [str(NVIM), "--headless", "--clean", "-n", "-i", "NONE", "-c", f"luafile {HERE / 'neovim.lua'}"]
+    command = [str(NVIM), "--headless", "-n", "-i", "NONE", "-u", str(init), "-c", f"luafile {HERE / 'neovim.lua'}"]
     subprocess.run(command, env=environment, cwd=tmp_path, timeout=120, check=True, capture_output=True)
     answers = json.loads(out.read_text())
     assert answers["arrived"] is True

@@ -5,6 +5,7 @@ stages the table allows, the layouts the tracer computes)."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 
@@ -59,7 +60,8 @@ class Document:
     async def diagnostics(self) -> list[types.Diagnostic]:
         """The diagnostics published for this document's current version."""
         while True:
-            params = await self.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+            waiting = self.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+            params = await asyncio.wait_for(waiting, 60)
             if params.uri == self.uri and params.version == self.version:
                 return list(params.diagnostics)
 
@@ -237,3 +239,15 @@ async def test_definitions_and_rule_documentation(client: LanguageClient, tree: 
         types.HoverParams(document.ident, types.Position(launch_line, lines[launch_line].index("collect-packet") + 3))
     )
     assert hover.contents.value.startswith("**collect-packet-mismatch** (verify/stream.py, `check_collect`)")
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_stage_two_refusal_appears_on_save(client: LanguageClient, tree: Path):
+    fixture = ROOT / "tests" / "negative" / "dm_overflow.py"
+    text = fixture.read_text()
+    document = Document(client, tree / "dm_overflow.py", text)
+    assert await document.diagnostics() == []  # it traces: only placement refuses it
+    client.text_document_did_save(types.DidSaveTextDocumentParams(document.ident))
+    (diagnostic,) = await document.diagnostics()
+    marked = next(i for i, row in enumerate(text.splitlines()) if "refused[lir]: dm-overflow" in row)
+    assert (diagnostic.code, diagnostic.range.start.line) == ("dm-overflow", marked)

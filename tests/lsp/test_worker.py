@@ -61,7 +61,7 @@ def test_stage_two_refusals_only_when_asked(worker: Worker):
     assert worker.answer()["result"]["diagnostics"] == []
 
 
-def test_a_crash_and_a_memory_hog_cost_one_diagnostic_each(tmp_path: Path):
+def test_a_crash_a_memory_hog_and_stray_io_cost_the_worker_nothing(tmp_path: Path):
     worker = Worker(timeout=20, memory_mb=1024)
     path = tmp_path / "hostile.py"
     worker.send(path, "import furiosa_opt, os\nos.abort()\n")
@@ -69,7 +69,7 @@ def test_a_crash_and_a_memory_hog_cost_one_diagnostic_each(tmp_path: Path):
     worker.send(path, "import furiosa_opt\nhog = bytearray(4 * 2**30)\n")
     (diagnostic,) = worker.answer()["result"]["diagnostics"]
     assert (diagnostic["code"], diagnostic["spans"][0]["line"]) == ("lsp-memory", 2)
-    worker.send(path, "import furiosa_opt\nI = furiosa_opt.axes(I=8)\n")
+    worker.send(path, "import furiosa_opt, sys\nprint('noise')\nsys.stdin.read()\nI = furiosa_opt.axes(I=8)\n")
     assert worker.answer()["result"]["axes"] == {"I": 8}
     worker.close()
 

@@ -144,7 +144,8 @@ def values(tracer: RecordingTracer, copy: str) -> list[dict]:
     found = []
     for op, location in tracer.spans:
         context = op.attr("ctx")
-        context = getattr(context, "name", None) or (contexts.get(op.operands[0]) if op.operands else None)
+        inherited = contexts.get(op.operands[0]) if op.operands and op.opcode in STAGES else None
+        context = getattr(context, "name", None) or inherited  # a stage runs on its pipeline's context
         for result in op.results:
             contexts[result.name] = context
         if location is None or location.file != copy or not op.results:

@@ -34,7 +34,11 @@ class Limit(TimeoutError):
 
 
 def _child(request: dict, timeout: float, memory_mb: int, out: int) -> None:
-    """In the forked child: apply the limits, analyse, write the answer to `out`, exit."""
+    """In the forked child: apply the limits, analyse, write the answer to `out`, exit. The user's module
+    gets no stdin and its prints go to stderr: both pipes are the worker's protocol."""
+    quiet = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(quiet, 0)
+    os.dup2(2, 1)
     limit = memory_mb * 2**20
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
@@ -90,9 +94,12 @@ class Worker:
         """Run one request in a child; False if stdin closed meanwhile."""
         read, write = os.pipe()
         pid = os.fork()
-        if pid == 0:
-            os.close(read)
-            _child(request, self.timeout, self.memory_mb, write)
+        if pid == 0:  # the child never returns into this loop, whatever happens
+            try:
+                os.close(read)
+                _child(request, self.timeout, self.memory_mb, write)
+            finally:
+                os._exit(1)
         os.close(write)
         data, open_ = b"", True
         deadline = time.monotonic() + self.timeout + 2  # the child's own alarm fires first, in Python code
