@@ -251,3 +251,23 @@ async def test_stage_two_refusal_appears_on_save(client: LanguageClient, tree: P
     (diagnostic,) = await document.diagnostics()
     marked = next(i for i, row in enumerate(text.splitlines()) if "refused[lir]: dm-overflow" in row)
     assert (diagnostic.code, diagnostic.range.start.line) == ("dm-overflow", marked)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_did_you_mean_fixes_a_misspelt_stage_and_name(client: LanguageClient, tree: Path, gemm_text: str):
+    document = Document(client, tree / "misspelt.py", gemm_text)
+    assert await document.diagnostics() == []
+    for right, wrong in (('.collect(m[f"I', '.colect(m[f"I'), ('Cluster, Slice, m[f"I', 'Clustr, Slice, m[f"I')):
+        text = gemm_text.replace(right, wrong)
+        document.edit(text)
+        (diagnostic,) = await document.diagnostics()
+        word, meant = wrong.strip(".").split("(")[0].split(",")[0], right.strip(".").split("(")[0].split(",")[0]
+        lines = text.splitlines()
+        line = next(i for i, row in enumerate(lines) if wrong in row)
+        start = lines[line].index(word)
+        assert diagnostic.range == types.Range(types.Position(line, start), types.Position(line, start + len(word)))
+        actions = await client.text_document_code_action_async(
+            types.CodeActionParams(document.ident, diagnostic.range, types.CodeActionContext([diagnostic]))
+        )
+        assert [a.title for a in actions] == [f"Did you mean `{meant}`?"]
+        assert actions[0].edit.changes[document.uri][0].new_text == meant

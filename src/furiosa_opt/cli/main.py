@@ -72,7 +72,8 @@ def run_lsp(options: argparse.Namespace) -> int:
     try:
         from furiosa_opt.lsp.server import main as serve
     except ImportError as error:
-        print(f"error: `furiosa-opt lsp` needs the lsp extra ({error.name} is missing): "
+        missing = (error.name or "a package").split(".")[0]
+        print(f"error: `furiosa-opt lsp` needs the lsp extra ({missing} is missing): "
               "pip install 'furiosa-opt[lsp]'", file=sys.stderr)  # fmt: skip
         return 2
     serve()

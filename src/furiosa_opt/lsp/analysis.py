@@ -62,7 +62,7 @@ def analyse(path: str, text: str, full: bool) -> dict:
     `full` also runs stage 2 (placement, DMA, sequencers) on each kernel that traces cleanly."""
     source = Path(path)
     name, root = module_name(source)
-    result: dict[str, Any] = {"diagnostics": [], "values": [], "mappings": [], "axes": {}, "kernels": {}}
+    result: dict[str, Any] = {"diagnostics": [], "values": [], "mappings": [], "axes": {}, "kernels": {}, "names": []}
     try:
         ast.parse(text, filename=path)
     except SyntaxError as error:
@@ -114,6 +114,7 @@ def _describe(module: Any, copy: Path, text: str, full: bool, result: dict) -> N
     kernels' diagnostics and traced values."""
     namespace = vars(module)
     result["axes"] = {k: v.size for k, v in namespace.items() if isinstance(v, Axis)}
+    result["names"] = sorted(k for k in namespace if not k.startswith("__"))  # for did-you-mean fixes
     for key, value in namespace.items():
         if isinstance(value, DeviceFunction):
             code = value.fn.__code__
@@ -228,7 +229,17 @@ def _relocate(record: dict, copy: str, path: str, text: str) -> None:
         span["file"] = path
     if record["code"] == "mapping-syntax":
         spans[0] = _inside_string(spans[0], record, text)
+    elif not spans[0]["end_line"]:  # a Python error's frame gives where the failing name starts
+        spans[0] = _word_span(spans[0], text)
     record["spans"] = spans
+
+
+def _word_span(span: dict, text: str) -> dict:
+    """The span widened to the name that starts at it (`Clustr` of a NameError, `colect` of an AttributeError)."""
+    lines = text.splitlines()
+    line = lines[span["line"] - 1] if span["line"] <= len(lines) else ""
+    word = re.match(r"\w*", line[span["column"] - 1 :]).end()
+    return {**span, "end_line": span["line"], "end_column": span["column"] + max(word, 1)}
 
 
 def _inside_string(span: dict, record: dict, text: str) -> dict:

@@ -1,5 +1,6 @@
 """The fixes a diagnostic carries, as plain edits (title, 1-based range, new text): declare an unknown
-axis, use a declared axis of a close name, write the mapping a rule expects. Pure: from the diagnostic
+axis, use a declared axis, a module name or a stream method of a close name, write the mapping a rule
+expects. Pure: from the diagnostic
 record, the buffer's text and its analysis.
 
     fixes(record, text, analysis)  # [{"title": "Declare axis `Q`", "line": 9, "column": 1, …}, …]
@@ -11,10 +12,13 @@ import difflib
 import math
 import re
 
-from furiosa_opt.lsp.lookup import last_axes_line
+from furiosa_opt.lsp.lookup import declared_axes, last_axes_line
+from furiosa_opt.lsp.members import CLASSES
 
 _UNKNOWN_AXIS = re.compile(r"unknown axis `(\w+)`")
 _EXPECTED = re.compile(r"Expected: `([^`]*)`, got: `([^`]*)`")
+_UNDEFINED = re.compile(r"NameError: name '(\w+)' is not defined")
+_NO_ATTRIBUTE = re.compile(r"AttributeError: '(\w+)' object has no attribute '(\w+)'")
 
 
 def _edit(title: str, line: int, column: int, end_line: int, end_column: int, text: str) -> dict:
@@ -33,14 +37,28 @@ def fixes(record: dict, text: str, analysis: dict) -> list[dict]:
     expected = _EXPECTED.search(record["message"])
     if expected:
         return _expected_fixes(*expected.groups(), span, analysis)
+    undefined = _UNDEFINED.search(record["message"])
+    if undefined:
+        return _close_names(undefined.group(1), analysis.get("names", []), span)
+    missing = _NO_ATTRIBUTE.search(record["message"])
+    owner = next((c for c in CLASSES if missing and c.__name__ == missing.group(1)), None)
+    if owner is not None:
+        members = [n for n in dir(owner) if not n.startswith("_")]
+        return _close_names(missing.group(2), members, span)
     return []
 
 
+def _close_names(name: str, candidates: list[str], span: dict) -> list[dict]:
+    """Replace a misspelt name (the span covers it) with each close candidate."""
+    return [
+        _edit(f"Did you mean `{close}`?", span["line"], span["column"], span["end_line"], span["end_column"], close)
+        for close in difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+    ]
+
+
 def _axis_fixes(name: str, span: dict, text: str, analysis: dict) -> list[dict]:
-    found = []
-    for close in difflib.get_close_matches(name, list(analysis.get("axes", {})), n=3, cutoff=0.5):
-        found.append(_edit(f"Did you mean `{close}`?", span["line"], span["column"], span["end_line"],
-                           span["end_column"], close))  # fmt: skip
+    known = {*analysis.get("axes", {}), *declared_axes(text)}  # the text's, when the module did not import
+    found = _close_names(name, sorted(known), span)
     after = last_axes_line(text) or 0
     declaration = f"{name} = axes({name}={_size_hint(name, text)})  # its size: check it\n"
     found.append(_edit(f"Declare axis `{name}`", after + 1, 1, after + 1, 1, declaration))

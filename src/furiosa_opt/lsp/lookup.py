@@ -110,12 +110,14 @@ def mapping_at(analysis: dict, line: int, column: int) -> dict | None:
     return next((e for e in analysis.get("mappings", []) if _contains(e, line, column)), None)
 
 
-def axis_declaration(text: str, name: str) -> tuple[int, int, int] | None:
-    """Where the axis `name` is declared (`I, J = axes(I=…, J=…)`): line, first and last column."""
+def declared_axes(text: str) -> dict[str, tuple[int, int, int]]:
+    """Each axis the text declares (`I, J = axes(I=…, J=…)`) and where: line, first and last column. Read
+    from the text, so it is known even when the module does not import."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
-        return None
+        return {}
+    found = {}
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
             continue
@@ -124,9 +126,14 @@ def axis_declaration(text: str, name: str) -> tuple[int, int, int] | None:
             continue
         for target in node.targets:
             for element in target.elts if isinstance(target, ast.Tuple) else [target]:
-                if isinstance(element, ast.Name) and element.id == name:
-                    return element.lineno, element.col_offset + 1, element.end_col_offset + 1
-    return None
+                if isinstance(element, ast.Name):
+                    found.setdefault(element.id, (element.lineno, element.col_offset + 1, element.end_col_offset + 1))
+    return found
+
+
+def axis_declaration(text: str, name: str) -> tuple[int, int, int] | None:
+    """Where the axis `name` is declared: line, first and last column."""
+    return declared_axes(text).get(name)
 
 
 def last_axes_line(text: str) -> int | None:
