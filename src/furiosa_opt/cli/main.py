@@ -1,6 +1,6 @@
 """Entry point of the `furiosa-opt` command (docs/design.md, "The furiosa-opt command").
 
-`compile`, `cache`, `schedule`, `tune`, `view`, `new` and `doctor` are subcommands; `run`, `test`, `bench`,
+`compile`, `cache`, `schedule`, `tune`, `view`, `new`, `doctor` and `lsp` are subcommands; `run`, `test`, `bench`,
 `build`, `check`, `doc` and literal `python …` / `pytest …` lines go to the wrapper (`wrapper.py`), split
 by hand before argparse sees them.
 """

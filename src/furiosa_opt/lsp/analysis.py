@@ -33,7 +33,11 @@ from furiosa_opt.stages import STAGES
 
 class RecordingTracer(Tracer):
     """The tracer that also keeps, for each op it records, the user's span of the call that asked for it
-    (`Tracer.record` keeps only the line and column for the vISA text)."""
+    (`Tracer.record` keeps only the line and column for the vISA text).
+
+        tracer = RecordingTracer()
+        trace(kernel, tracer=tracer)   # tracer.spans: [(op, Location(file, line, column, end_line, …)), …]
+    """
 
     def __init__(self) -> None:
         super().__init__(collect=True)
@@ -119,7 +123,7 @@ def _describe(module: Any, copy: Path, text: str, full: bool, result: dict) -> N
         if isinstance(value, DeviceFunction):
             code = value.fn.__code__
             result["kernels"][key] = {"file": code.co_filename, "line": code.co_firstlineno}
-    result["mappings"] = mappings(text, namespace)
+    result["mappings"] = _mappings(text, namespace)
     for value in namespace.values():
         if isinstance(value, DeviceFunction) and Path(value.fn.__code__.co_filename) == copy:
             _trace(value, str(copy), full, result)
@@ -136,10 +140,10 @@ def _trace(kernel: DeviceFunction, copy: str, full: bool, result: dict) -> None:
     except BaseException as error:  # the worker's limits, or an error outside any kernel call
         diagnostics = [_failure(error, "visa", kernel.identity)]
     result["diagnostics"] += [d.record() for d in diagnostics]
-    result["values"] += values(tracer, copy)
+    result["values"] += _values(tracer, copy)
 
 
-def values(tracer: RecordingTracer, copy: str) -> list[dict]:
+def _values(tracer: RecordingTracer, copy: str) -> list[dict]:
     """Each op recorded at a call of the file `copy`: its span, opcode, engine, context and result type."""
     contexts: dict[str, str] = {}
     found = []
@@ -161,13 +165,13 @@ def values(tracer: RecordingTracer, copy: str) -> list[dict]:
                 "opcode": op.opcode,
                 "engine": stage.engine if stage else "memory",
                 "context": context,
-                **shown_type(op.results[0].type),
+                **_shown_type(op.results[0].type),
             }
         )
     return found
 
 
-def shown_type(type_: visa.Type) -> dict:
+def _shown_type(type_: visa.Type) -> dict:
     """A vISA type as the server shows it: its kind, dtype and each level's mapping and size."""
     return {
         "kind": type_.kind,
@@ -177,7 +181,7 @@ def shown_type(type_: visa.Type) -> dict:
     }
 
 
-def mappings(text: str, namespace: dict) -> list[dict]:
+def _mappings(text: str, namespace: dict) -> list[dict]:
     """Every `m["…"]` of the file whose text is known without running code (a string, or an f-string
     whose fields are names of the module): its span, normal form and size, or why it does not parse."""
     found = []

@@ -33,7 +33,10 @@ def levels(value: dict) -> list[tuple[str, str, int]]:
 
 
 def shown(value: dict) -> str:
-    """The hover text of a traced value (Markdown): kind, dtype, context and engine, then each level."""
+    """The hover text of a traced value (Markdown): kind, dtype, context and engine, then each level.
+
+    shown(value)  # "**stream**<bf16> after `collect` (context `main`, engine `collect`)\n\n- Chip: …"
+    """
     where = ", ".join(p for p in (value.get("context") and f"context `{value['context']}`",
                                   value.get("engine") and f"engine `{value['engine']}`") if p)  # fmt: skip
     head = f"**{value['kind']}**<{value['dtype']}> after `{value['opcode']}`" + (f" ({where})" if where else "")
@@ -43,7 +46,10 @@ def shown(value: dict) -> str:
 
 def hint(value: dict) -> str:
     """The inlay hint after a stage: the layout it produces, in mapping notation (`Time [T] Packet [P]`
-    for a stream, the innermost level for a tensor)."""
+    for a stream, the innermost level for a tensor).
+
+        hint(value)  # "Time [I % 32, J / 8 % 4, K / 16] Packet [K % 16]"
+    """
     named = levels(value)
     if value["kind"] in ("stream", "vector", "pair", "contraction"):
         return " ".join(f"{name} [{text}]" for name, text, _ in named if name in ("Time", "Packet"))
@@ -61,7 +67,10 @@ def _extent(entry: dict) -> tuple[int, int]:
 
 def value_at(analysis: dict, text: str, line: int, column: int) -> dict | None:
     """The traced value under the cursor: the value a variable under the cursor was last assigned from a
-    traced call, else the innermost call at it (of two ops of one call, the later)."""
+    traced call, else the innermost call at it (of two ops of one call, the later).
+
+        value_at(analysis, text, 39, 12)["opcode"]  # "collect"
+    """
     values = analysis.get("values", [])
     name = word_at(text, line, column)
     call = _assigned_call(text, name, line) if name else None
@@ -95,7 +104,10 @@ def _assigned_call(text: str, name: str, line: int) -> tuple[int, int] | None:
 
 
 def word_at(text: str, line: int, column: int, pattern: str = r"[A-Za-z_][A-Za-z0-9_]*") -> str | None:
-    """The word (matching `pattern`) that covers the 1-based column of the line, if any."""
+    """The word (matching `pattern`) that covers the 1-based column of the line, if any.
+
+    word_at("a = b_trf", 1, 6)  # "b_trf"
+    """
     lines = text.splitlines()
     if not 1 <= line <= len(lines):
         return None
@@ -106,13 +118,19 @@ def word_at(text: str, line: int, column: int, pattern: str = r"[A-Za-z_][A-Za-z
 
 
 def mapping_at(analysis: dict, line: int, column: int) -> dict | None:
-    """The `m["…"]` under the cursor, with its normal form and size (or why it does not parse)."""
+    """The `m["…"]` under the cursor, with its normal form and size (or why it does not parse).
+
+    mapping_at(analysis, 33, 50)  # {"text": "K % 16", "normal": "K % 16", "size": 16, "line": 33, …}
+    """
     return next((e for e in analysis.get("mappings", []) if _contains(e, line, column)), None)
 
 
 def declared_axes(text: str) -> dict[str, tuple[int, int, int]]:
     """Each axis the text declares (`I, J = axes(I=…, J=…)`) and where: line, first and last column. Read
-    from the text, so it is known even when the module does not import."""
+    from the text, so it is known even when the module does not import.
+
+        declared_axes("I, J = axes(I=8, J=4)\n")  # {"I": (1, 1, 2), "J": (1, 4, 5)}
+    """
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -132,12 +150,18 @@ def declared_axes(text: str) -> dict[str, tuple[int, int, int]]:
 
 
 def axis_declaration(text: str, name: str) -> tuple[int, int, int] | None:
-    """Where the axis `name` is declared: line, first and last column."""
+    """Where the axis `name` is declared: line, first and last column.
+
+    axis_declaration("I, J = axes(I=8, J=4)\n", "J")  # (1, 4, 5)
+    """
     return declared_axes(text).get(name)
 
 
 def last_axes_line(text: str) -> int | None:
-    """The last line of the last module-level `… = axes(…)` (a new declaration goes after it)."""
+    """The last line of the last module-level `… = axes(…)` (a new declaration goes after it).
+
+    last_axes_line("import x\nI = axes(I=8)\n")  # 2
+    """
     try:
         tree = ast.parse(text)
     except SyntaxError:

@@ -47,7 +47,10 @@ def members_after(name: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
 
 
 def signature(method: str) -> tuple[str, list[str], str] | None:
-    """A stream method's signature as text, its parameters' texts and its docstring."""
+    """A stream method's signature as text, its parameters' texts and its docstring.
+
+    signature("collect")[0]  # "collect(time: 'Mapping', packet: 'Mapping')"
+    """
     for cls in CLASSES:
         function = getattr(cls, method, None)
         if callable(function):

@@ -29,8 +29,12 @@ from furiosa_opt.lsp.rules import rule_documentation
 from furiosa_opt.stages import STAGES
 
 
-class Worker:
-    """The warm worker process and its pending requests; started on first use, restarted if it dies."""
+class WorkerProcess:
+    """The server's handle of the warm worker process (`worker.py`) and its pending requests; started on
+    first use, restarted if it dies.
+
+        answer = await WorkerProcess(10, 3072).analyse("/pkg/gemm.py", text, full=False)
+    """
 
     def __init__(self, timeout: float, memory_mb: int):
         self.timeout, self.memory_mb = timeout, memory_mb
@@ -69,9 +73,6 @@ class Worker:
         await process.stdin.drain()
         return await future
 
-    def pids(self) -> list[int]:
-        return [self.process.pid] if self.process and self.process.returncode is None else []
-
 
 class KernelServer(LanguageServer):
     """The server's state: each document's latest analysis (its version and text) and pending edits."""
@@ -79,7 +80,7 @@ class KernelServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("furiosa-opt", __version__)
         timeout = float(os.environ.get("FURIOSA_OPT_LSP_TIMEOUT", "10"))
-        self.worker = Worker(timeout, int(os.environ.get("FURIOSA_OPT_LSP_MEMORY_MB", "3072")))
+        self.worker = WorkerProcess(timeout, int(os.environ.get("FURIOSA_OPT_LSP_MEMORY_MB", "3072")))
         self.debounce = float(os.environ.get("FURIOSA_OPT_LSP_DEBOUNCE", "0.1"))
         self.analyses: dict[str, tuple[int, str, dict]] = {}
         self.edits: dict[str, asyncio.Task] = {}

@@ -28,7 +28,10 @@ from furiosa_opt.lsp import analysis
 
 class Limit(TimeoutError):
     """The child's time is up (raised inside the user's code, so the diagnostic points at the line that
-    was running)."""
+    was running): the SIGALRM handler raises it.
+
+        raise Limit("importing and tracing this file took over 10 s (an endless loop?)")
+    """
 
     furiosa_opt_limit = True
 
@@ -60,7 +63,10 @@ def _child(request: dict, timeout: float, memory_mb: int, out: int) -> None:
 
 
 class Worker:
-    """The loop: read requests, run each in a child, answer in order."""
+    """The loop: read requests, run each in a child, answer in order.
+
+    Worker(timeout=10, memory_mb=3072).run()  # until stdin closes
+    """
 
     def __init__(self, timeout: float, memory_mb: int):
         self.timeout, self.memory_mb = timeout, memory_mb
