@@ -19,7 +19,7 @@ from furiosa_opt.stages import following
 ROOT = Path(__file__).resolve().parents[2]
 GEMM = ROOT / "examples" / "base-template" / "src" / "base_template" / "kernel" / "gemm_kernel.py"
 SERVER = [sys.executable, "-m", "furiosa_opt.cli.main", "lsp"]
-ENV = {"FURIOSA_OPT_LSP_TIMEOUT": "4", "PATH": "/usr/bin:/bin"}
+ENV = {"FURIOSA_OPT_LSP_TIMEOUT": "3", "PATH": "/usr/bin:/bin"}
 COLLECT = 'm[f"I % {TI}, J / 8 % {JT}, K / 16"], m["K % 16"])\n        .contract_outer'
 BROKEN = COLLECT.replace("K / 16", "K / 8")
 
@@ -122,6 +122,7 @@ async def test_hover_inlay_hints_and_completion_on_the_chain(client: LanguageCli
         types.HoverParams(document.ident, types.Position(collect, lines[collect].index('m["K % 16"]') + 3))
     )
     assert "normal form `K % 16`, size 16" in hover.contents.value
+
     axis = next(i for i, row in enumerate(lines) if "axes(I=512" in row)
     hover = await client.text_document_hover_async(types.HoverParams(document.ident, types.Position(axis, 3)))
     assert hover.contents.value.startswith(f"axis `J`: size 512, declared on line {axis + 1}")
@@ -206,10 +207,11 @@ async def test_syntax_error_is_reported_as_such(client: LanguageClient, tree: Pa
 
 HOST = """\
 from base_template.kernel.gemm_kernel import gemm_kernel
-from furiosa_opt import axes, launch
+from furiosa_opt import axes, launch, m
 
-Q = axes(Q=4)
+Q = axes(Q=8)
 WIDTH = Q.size
+LOW = m["Q / 2 % 2, Q % 2"]
 
 
 def run(ctx, a, b):
@@ -235,6 +237,11 @@ async def test_definitions_and_rule_documentation(client: LanguageClient, tree: 
         types.DefinitionParams(document.ident, types.Position(width, lines[width].index("Q")))
     )
     assert found.uri == document.uri and found.range.start == types.Position(3, 0)
+    low = next(i for i, row in enumerate(lines) if row.startswith("LOW"))
+    hover = await client.text_document_hover_async(  # two digits of Q in order: one run, Q % 4
+        types.HoverParams(document.ident, types.Position(low, lines[low].index("m[") + 1))
+    )
+    assert hover.contents.value == '`m["Q / 2 % 2, Q % 2"]`: normal form `Q % 4`, size 4'
     hover = await client.text_document_hover_async(
         types.HoverParams(document.ident, types.Position(launch_line, lines[launch_line].index("collect-packet") + 3))
     )

@@ -198,7 +198,8 @@ def _mappings(text: str, namespace: dict) -> list[dict]:
         except MappingSyntaxError as error:
             entry["error"] = error.reason
         else:
-            entry.update(normal=str(value), size=value.size) if isinstance(value, Mapping) else None
+            if isinstance(value, Mapping):  # as messages show it, and its canonical form
+                entry.update(shown=str(value), normal=value.canonical(), size=value.size)
         found.append(entry)
     return found
 

@@ -78,7 +78,7 @@ def _expected_fixes(expected: str, got: str, span: dict, analysis: dict) -> list
     for entry in analysis.get("mappings", []):
         inside = (span["line"], span["column"]) <= (entry["line"], entry["column"])
         inside = inside and (entry["end_line"], entry["end_column"]) <= (span["end_line"], span["end_column"])
-        if inside and entry.get("normal") == got:
+        if inside and entry.get("shown") == got:
             found.append(_edit(f'Use the mapping the rule expects: m["{expected}"]', entry["line"], entry["column"],
                                entry["end_line"], entry["end_column"], f'm["{expected}"]'))  # fmt: skip
     return found
