@@ -83,3 +83,15 @@ def test_a_newer_text_supersedes_the_one_running(tmp_path: Path):
     answer = worker.answer()
     assert answer["id"] == second and answer["result"]["axes"] == {"I": 4}
     worker.close()
+
+
+def test_the_tuned_choices_beside_the_module_are_used(worker: Worker, tmp_path: Path):
+    gemm = Path(__file__).parents[2] / "examples/base-template/src/base_template/kernel/gemm_kernel.py"
+    path = tmp_path / "gemm_kernel.py"
+    (tmp_path / "gemm_kernel.tuned.json").write_text('{"choices": {"tile_i": 64, "tile_j": 64, "cluster": "1 # 2"}}')
+    worker.send(path, gemm.read_text(), full=False)  # the buffer: the file itself need not exist
+    result = worker.answer()["result"]
+    assert result["diagnostics"] == []
+    to_dm = [v["params"] for v in result["values"] if v["opcode"] == "to_dm"]
+    assert to_dm[0] == ["1", "1 # 2", "I / 64, J / 64", "I % 64, K"]  # 64 × 64 tiles, as the tuned file says
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gemm_kernel.tuned.json"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import shutil
 import sys
 import tempfile
 from dataclasses import replace
@@ -29,6 +30,7 @@ from furiosa_opt.lang.device import DeviceFunction
 from furiosa_opt.mapping import Axis, Mapping
 from furiosa_opt.mapping.parse import MappingSyntaxError, parse
 from furiosa_opt.stages import STAGES
+from furiosa_opt.tune.choices import tuned_path
 
 
 class RecordingTracer(Tracer):
@@ -77,6 +79,9 @@ def analyse(path: str, text: str, full: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="furiosa-opt-lsp-") as scratch:
         copy = Path(scratch) / source.name
         copy.write_text(text, encoding="utf-8")
+        tuned = tuned_path(source)  # the choices `furiosa-opt tune` found, read beside the module
+        if tuned.is_file():
+            shutil.copyfile(tuned, tuned_path(copy))
         sys.path.insert(0, str(root))
         module, problem = _import(name, copy)
         if problem is not None:
