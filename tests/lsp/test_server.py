@@ -278,3 +278,18 @@ async def test_did_you_mean_fixes_a_misspelt_stage_and_name(client: LanguageClie
         )
         assert [a.title for a in actions] == [f"Did you mean `{meant}`?"]
         assert actions[0].edit.changes[document.uri][0].new_text == meant
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_file_without_furiosa_opt_is_left_to_the_python_server(client: LanguageClient, tree: Path):
+    text = "import numpy\nx = numpy.array([1]).fetch(1).\n"
+    document = Document(client, tree / "plain.py", text)
+    completion = await client.text_document_completion_async(
+        types.CompletionParams(document.ident, types.Position(1, len(text.splitlines()[1])))
+    )
+    assert completion is None
+    document.edit("import furiosa_opt\n" + text)  # now it is the kernel language's: the stages after a fetch
+    completion = await client.text_document_completion_async(
+        types.CompletionParams(document.ident, types.Position(2, len(text.splitlines()[1])))
+    )
+    assert [i.label for i in completion.items if i.sort_text.startswith("0")] == list(following("fetch"))

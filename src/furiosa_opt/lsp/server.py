@@ -96,7 +96,9 @@ class KernelServer(LanguageServer):
             await asyncio.sleep(delay)
         document = self.workspace.get_text_document(uri)
         version, text = document.version or 0, document.source
-        if "furiosa_opt" not in text:
+        if not kernel_language(text):
+            if self.analyses.pop(uri, None) is not None:  # it was: its diagnostics go
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri, [], version))
             return  # not the kernel language: the user's Python server answers
         answer = await self.worker.analyse(document.path, text, full)
         if answer.get("superseded") or (self.workspace.get_text_document(uri).version or 0) != version:
@@ -114,6 +116,15 @@ class KernelServer(LanguageServer):
         if pending is not None and not pending.done():
             pending.cancel()
         self.edits[uri] = asyncio.get_running_loop().create_task(self.refresh(uri, full, delay))
+
+
+def kernel_language(text: str) -> bool:
+    """Whether a file is the kernel language's (it uses furiosa_opt); other files are left to the user's
+    Python server.
+
+        kernel_language("from furiosa_opt import *\n")  # True
+    """
+    return "furiosa_opt" in text
 
 
 def _limit_record(error: str, path: str) -> dict:
@@ -219,7 +230,7 @@ def _hints(server: KernelServer, params: types.InlayHintParams) -> list[types.In
 @SERVER.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=["."]))
 def _complete(server: KernelServer, params: types.CompletionParams) -> types.CompletionList | None:
     before = _before(server, params.text_document.uri, params.position)
-    method = lookup.previous_method(before)
+    method = lookup.previous_method(before) if kernel_language(before) else None
     found = members_after(method) if method else None
     if found is None:
         return None
@@ -236,7 +247,8 @@ def _complete(server: KernelServer, params: types.CompletionParams) -> types.Com
 
 @SERVER.feature(types.TEXT_DOCUMENT_SIGNATURE_HELP, types.SignatureHelpOptions(trigger_characters=["(", ","]))
 def _signature(server: KernelServer, params: types.SignatureHelpParams) -> types.SignatureHelp | None:
-    call = lookup.open_call(_before(server, params.text_document.uri, params.position))
+    before = _before(server, params.text_document.uri, params.position)
+    call = lookup.open_call(before) if kernel_language(before) else None
     found = signature(call[0]) if call else None
     if found is None:
         return None
