@@ -293,3 +293,25 @@ async def test_a_file_without_furiosa_opt_is_left_to_the_python_server(client: L
         types.CompletionParams(document.ident, types.Position(2, len(text.splitlines()[1])))
     )
     assert [i.label for i in completion.items if i.sort_text.startswith("0")] == list(following("fetch"))
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_completion_on_a_variable_while_the_text_does_not_parse(client: LanguageClient, tree: Path, gemm_text):
+    fetched = '    fetched = ctx.main.begin(a.view()).fetch(m[f"I % {TI}, J / 8 % {JT}"], m["K"])'
+    lines = gemm_text.splitlines()
+    at = next(i for i, row in enumerate(lines) if row.startswith("    out = ("))
+    lines.insert(at, fetched)
+    document = Document(client, tree / "variable.py", "\n".join(lines) + "\n")
+    assert await document.diagnostics() == []
+    lines.insert(at + 1, "    fetched.")
+    document.edit("\n".join(lines) + "\n")  # half typed: a syntax error, the last analysis's values stay
+    (diagnostic,) = await document.diagnostics()
+    assert diagnostic.code == "syntax-error"
+    completion = await client.text_document_completion_async(
+        types.CompletionParams(document.ident, types.Position(at + 1, len("    fetched.")))
+    )
+    assert [i.label for i in completion.items if i.sort_text.startswith("0")] == list(following("fetch"))
+    hover = await client.text_document_hover_async(
+        types.HoverParams(document.ident, types.Position(at, fetched.index(".fetch(") + 2))
+    )
+    assert 'Packet: `m["K"]` (size 64)' in hover.contents.value

@@ -73,13 +73,22 @@ def value_at(analysis: dict, text: str, line: int, column: int) -> dict | None:
     """
     values = analysis.get("values", [])
     name = word_at(text, line, column)
-    call = _assigned_call(text, name, line) if name else None
-    if call is not None:
-        assigned = next((v for v in reversed(values) if (v["line"], v["column"]) == call), None)
-        if assigned is not None:
-            return assigned
+    assigned = variable_value(analysis, text, name, line) if name else None
+    if assigned is not None:
+        return assigned
     here = [(_extent(v), -i, v) for i, v in enumerate(values) if _contains(v, line, column)]
     return min(here, key=lambda item: item[:2])[2] if here else None
+
+
+def variable_value(analysis: dict, text: str, name: str, line: int) -> dict | None:
+    """The traced value the variable `name` holds at `line`: the one its latest assignment from a call
+    at or before that line produced.
+
+        variable_value(analysis, text, "b_trf", 40)["opcode"]  # "to_trf"
+    """
+    call = _assigned_call(text, name, line)
+    values = analysis.get("values", [])
+    return next((v for v in reversed(values) if (v["line"], v["column"]) == call), None) if call else None
 
 
 def _assigned_call(text: str, name: str, line: int) -> tuple[int, int] | None:
@@ -217,6 +226,12 @@ def previous_method(before: str) -> str | None:
         return None
     name = re.search(r"\.\s*(\w+)\s*$", head[:opening])
     return name.group(1) if name else None
+
+
+def dotted_name(before: str) -> str | None:
+    """The variable a trailing `.` follows, in `before` (the text up to the cursor): `x = out.` → `out`."""
+    found = re.search(r"(?<![\w.)\]])([A-Za-z_]\w*)\s*\.\s*\w*$", _without_comment(before.split("\n")[-1]))
+    return found.group(1) if found else None
 
 
 def open_call(before: str) -> tuple[str, int] | None:

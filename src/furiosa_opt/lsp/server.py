@@ -104,6 +104,9 @@ class KernelServer(LanguageServer):
         if answer.get("superseded") or (self.workspace.get_text_document(uri).version or 0) != version:
             return  # stale: a newer edit is (or will be) analysed
         analysis = answer.get("result") or {"diagnostics": [_limit_record(answer["error"], document.path)]}
+        previous = self.analyses.get(uri)
+        if previous is not None and not analysis.get("values") and _unfinished(analysis):
+            text, analysis = previous[1], {**previous[2], "diagnostics": analysis["diagnostics"]}
         self.analyses[uri] = (version, text, analysis)
         diagnostics = [_diagnostic(record, text, analysis, uri) for record in analysis["diagnostics"]]
         self.text_document_publish_diagnostics(
@@ -125,6 +128,11 @@ def kernel_language(text: str) -> bool:
         kernel_language("from furiosa_opt import *\n")  # True
     """
     return "furiosa_opt" in text
+
+
+def _unfinished(analysis: dict) -> bool:
+    """A text being typed (it does not parse): hover, hints and completion keep the last analysis's values."""
+    return any(d["code"] == "syntax-error" for d in analysis["diagnostics"])
 
 
 def _limit_record(error: str, path: str) -> dict:
@@ -230,7 +238,14 @@ def _hints(server: KernelServer, params: types.InlayHintParams) -> list[types.In
 @SERVER.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=["."]))
 def _complete(server: KernelServer, params: types.CompletionParams) -> types.CompletionList | None:
     before = _before(server, params.text_document.uri, params.position)
-    method = lookup.previous_method(before) if kernel_language(before) else None
+    if not kernel_language(before):
+        return None
+    method = lookup.previous_method(before)
+    name = lookup.dotted_name(before) if method is None else None
+    if name is not None:  # a variable: the stage its value came from, in the latest analysis
+        text, analysis = server.analysis(params.text_document.uri)
+        value = lookup.variable_value(analysis, text, name, params.position.line + 1)
+        method = value["opcode"] if value else None
     found = members_after(method) if method else None
     if found is None:
         return None
