@@ -185,12 +185,14 @@ async def test_code_action_declares_an_undeclared_axis(client: LanguageClient, t
 async def test_endless_import_times_out_and_the_next_edit_is_answered(client: LanguageClient, tree: Path):
     log = tree.parent / "imports.log"
     text = (
-        f"import os\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n')\nimport furiosa_opt\nwhile True:\n    pass\n"
+        f"import os\nopen({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n')\nimport furiosa_opt\n"
+        "while True:  # an endless loop that swallows every Exception\n    try:\n        pass\n"
+        "    except Exception:\n        pass\n"
     )
     document = Document(client, tree / "endless.py", text)
     (diagnostic,) = await document.diagnostics()
     assert diagnostic.code == "lsp-timeout"
-    assert diagnostic.range.start.line in (3, 4)  # the endless loop, where the limit found it running
+    assert 3 <= diagnostic.range.start.line <= 7  # in the endless loop, where the limit found it running
     document.edit("import furiosa_opt\nI = furiosa_opt.axes(I=8)\nbad = furiosa_opt.m['I, J']\n")
     (diagnostic,) = await document.diagnostics()
     assert diagnostic.code == "mapping-syntax"

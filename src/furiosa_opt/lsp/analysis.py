@@ -110,7 +110,7 @@ def _import(name: str, copy: Path) -> tuple[Any, dict | None]:
 def _failure(error: BaseException, stage: str, kernel: str | None) -> Diagnostic:
     """The diagnostic of an error, with the worker's own limits named as such."""
     diagnostic = from_error(error, stage, kernel)
-    if isinstance(error, TimeoutError) and getattr(error, "furiosa_opt_limit", False):
+    if getattr(error, "furiosa_opt_limit", False):  # worker.Limit: the time is up
         return replace(diagnostic, code="lsp-timeout", message=str(error))
     if isinstance(error, MemoryError):
         message = "the module went over the language server's memory limit (FURIOSA_OPT_LSP_MEMORY_MB)"

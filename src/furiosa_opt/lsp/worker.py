@@ -26,9 +26,10 @@ from typing import Any
 from furiosa_opt.lsp import analysis
 
 
-class Limit(TimeoutError):
+class Limit(BaseException):
     """The child's time is up (raised inside the user's code, so the diagnostic points at the line that
-    was running): the SIGALRM handler raises it.
+    was running): the SIGALRM handler raises it. Not an `Exception`, so the user's `except Exception`
+    does not swallow it (the worker's SIGKILL, two seconds later, would still end the child).
 
         raise Limit("importing and tracing this file took over 10 s (an endless loop?)")
     """
