@@ -112,6 +112,9 @@ class KernelServer(LanguageServer):
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
         )
+        workspace = self.client_capabilities.workspace
+        if workspace and workspace.inlay_hint and workspace.inlay_hint.refresh_support:
+            self.workspace_inlay_hint_refresh(None)  # the layouts may have changed: ask for the hints again
 
     def schedule(self, uri: str, full: bool, delay: float = 0.0) -> None:
         """Start an analysis of the document, cancelling a pending one that has not reached the worker."""
