@@ -117,7 +117,7 @@ class KernelServer(LanguageServer):
             self.workspace_inlay_hint_refresh(None)  # the layouts may have changed: ask for the hints again
 
     def schedule(self, uri: str, full: bool, delay: float = 0.0) -> None:
-        """Start an analysis of the document, cancelling a pending one that has not reached the worker."""
+        """Start an analysis of the document, cancelling the one pending for it (its answer would be stale)."""
         pending = self.edits.pop(uri, None)
         if pending is not None and not pending.done():
             pending.cancel()
