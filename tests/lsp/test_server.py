@@ -24,6 +24,9 @@ COLLECT = 'm[f"I % {TI}, J / 8 % {JT}, K / 16"], m["K % 16"])\n        .contract
 BROKEN = COLLECT.replace("K / 16", "K / 8")
 
 
+WRITTEN: dict[Path, str] = {}  # the files the tests put in the user's tree, and their text
+
+
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("user-tree")
@@ -36,6 +39,9 @@ async def client(lsp_client: LanguageClient, tree: Path):
     )
     yield
     await lsp_client.shutdown_session()
+    # the user's tree holds what the tests wrote, unchanged, and nothing else (no copy, no __pycache__)
+    found = {p: p.read_text() if p.is_file() else "(a directory)" for p in tree.rglob("*")}
+    assert found == WRITTEN, "the server wrote into the user's tree"
 
 
 def snapshot(tree: Path) -> dict[str, tuple[int, int]]:
@@ -48,6 +54,7 @@ class Document:
     def __init__(self, client: LanguageClient, path: Path, text: str):
         self.client, self.path, self.uri, self.version = client, path, path.as_uri(), 1
         path.write_text(text)
+        WRITTEN[path] = text
         item = types.TextDocumentItem(self.uri, "python", self.version, text)
         client.text_document_did_open(types.DidOpenTextDocumentParams(item))
 
