@@ -6,6 +6,8 @@ stages the table allows, the layouts the tracer computes)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -324,3 +326,19 @@ async def test_completion_on_a_variable_while_the_text_does_not_parse(client: La
         types.HoverParams(document.ident, types.Position(at, fetched.index(".fetch(") + 2))
     )
     assert 'Packet: `m["K"]` (size 64)' in hover.contents.value
+
+
+def children(pid: int) -> list[int]:
+    return [int(c) for task in Path(f"/proc/{pid}/task").iterdir() for c in (task / "children").read_text().split()]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_a_dead_worker_is_started_again(client: LanguageClient, tree: Path, gemm_text: str):
+    document = Document(client, tree / "revived.py", gemm_text)
+    assert await document.diagnostics() == []
+    (worker,) = [pid for pid in children(client._server.pid) if b"furiosa_opt.lsp.worker" in
+                 Path(f"/proc/{pid}/cmdline").read_bytes()]  # fmt: skip
+    os.kill(worker, signal.SIGKILL)  # the worker this test's server started
+    document.edit(gemm_text.replace(COLLECT, BROKEN))
+    (diagnostic,) = await document.diagnostics()
+    assert diagnostic.code == "collect-time-mismatch"  # answered by a new worker

@@ -48,30 +48,39 @@ class WorkerProcess:
             self.process = await asyncio.create_subprocess_exec(
                 *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=2**26
             )
-            asyncio.get_running_loop().create_task(self._read(self.process))
+            self.waiting = {}  # each process answers its own requests
+            asyncio.get_running_loop().create_task(self._read(self.process, self.waiting))
         return self.process
 
-    async def _read(self, process: asyncio.subprocess.Process) -> None:
+    async def _read(self, process: asyncio.subprocess.Process, waiting: dict[int, asyncio.Future]) -> None:
         while line := await process.stdout.readline():
             answer = json.loads(line)
-            future = self.waiting.pop(answer["id"], None)
+            future = waiting.pop(answer["id"], None)
             if future is not None and not future.done():
                 future.set_result(answer)
-        for future in self.waiting.values():  # the worker died: its requests get an error
+        for future in waiting.values():  # the worker died: its requests get an error
             if not future.done():
                 future.set_result({"error": "the language server's worker stopped"})
-        self.waiting.clear()
+        waiting.clear()
+        if self.process is process:
+            self.process = None  # the next request starts a new one
 
     async def analyse(self, path: str, text: str, full: bool) -> dict:
         """The worker's answer: {"result": …}, {"error": why} or {"superseded": True}."""
-        process = await self._started()
-        key = next(self.ids)
-        future = asyncio.get_running_loop().create_future()
-        self.waiting[key] = future
-        request = {"id": key, "path": path, "text": text, "full": full}
-        process.stdin.write((json.dumps(request) + "\n").encode())
-        await process.stdin.drain()
-        return await future
+        request = {"path": path, "text": text, "full": full}
+        for _ in range(2):  # a worker found dead when written to is started again, once
+            process = await self._started()
+            key, waiting = next(self.ids), self.waiting
+            future = waiting[key] = asyncio.get_running_loop().create_future()
+            try:
+                process.stdin.write((json.dumps({"id": key, **request}) + "\n").encode())
+                await process.stdin.drain()
+            except (BrokenPipeError, ConnectionResetError):
+                waiting.pop(key, None)
+                self.process = None
+                continue
+            return await future
+        return {"error": "the language server's worker could not be started"}
 
 
 class KernelServer(LanguageServer):
