@@ -176,6 +176,7 @@ async def test_code_action_declares_an_undeclared_axis(client: LanguageClient, t
     line = next(i for i, row in enumerate(lines) if "Q % 8" in row)
     column = lines[line].index("Q % 8")
     assert diagnostic.range == types.Range(types.Position(line, column), types.Position(line, column + 1))
+    assert [i.message for i in diagnostic.related_information] == ["note: in `Q % 8`, column 1"]
     actions = await client.text_document_code_action_async(
         types.CodeActionParams(document.ident, diagnostic.range, types.CodeActionContext([diagnostic]))
     )
