@@ -36,9 +36,15 @@ def tree(tmp_path_factory) -> Path:
 
 @pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=SERVER, server_env=ENV))
 async def client(lsp_client: LanguageClient, tree: Path):
-    await lsp_client.initialize_session(
-        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=tree.as_uri())
-    )
+    lsp_client.hint_refreshes = 0
+
+    @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def _refresh(params: None) -> None:
+        lsp_client.hint_refreshes += 1
+
+    hints = types.InlayHintWorkspaceClientCapabilities(refresh_support=True)
+    capabilities = types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(inlay_hint=hints))
+    await lsp_client.initialize_session(types.InitializeParams(capabilities=capabilities, root_uri=tree.as_uri()))
     yield
     await lsp_client.shutdown_session()
     # the user's tree holds what the tests wrote, unchanged, and nothing else (no copy, no __pycache__)
@@ -146,6 +152,15 @@ async def test_hover_inlay_hints_and_completion_on_the_chain(client: LanguageCli
     for line in stages:
         assert by_line[line].position.character == len(lines[line].split("  #")[0].rstrip())
     assert by_line[collect].label == " Time [I % 32, J / 8 % 4, K / 16] Packet [K % 16]"
+    # new results: the server asks the client (which says it can) to fetch the hints again
+    refreshes = client.hint_refreshes
+    document.edit(gemm_text + "\n# an edit\n")
+    await document.diagnostics()
+    for _ in range(100):
+        if client.hint_refreshes > refreshes:
+            break
+        await asyncio.sleep(0.05)
+    assert client.hint_refreshes > refreshes
     # completion after `.fetch(...)`: the stages the table allows after a fetch come first, in table order
     fetch = next(i for i, row in enumerate(lines) if ".fetch(" in row and "I %" in row)
     edited = "\n".join([*lines[: fetch + 1], "        .", *lines[fetch + 1 :]])
