@@ -4,8 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHROMIUM := /usr/bin/chromium
+NVIM := /usr/bin/nvim
 
-.PHONY: demo test lint browser bench clean docs
+.PHONY: demo test lint browser editor bench clean docs
 
 $(STAMP): pyproject.toml examples/base-template/pyproject.toml examples/vector-kernels/pyproject.toml examples/mnist/pyproject.toml examples/transformer/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,7 +41,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 # Two workers, as CI has two cores (each test stands alone; plain `pytest` runs them in one process).
-test: browser lint
+test: browser editor lint
 	$(BIN)/python -m pytest -n 2 --dist worksteal
 
 # The documentation site (mkdocs.yml): strict, so a broken link, anchor or docstring fails the build.
@@ -57,6 +58,19 @@ ifeq ($(shell id -u),0)
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 else
 	$(error $(CHROMIUM) is missing (the viewer's browser tests need it): run `sudo apt-get update && sudo apt-get install -y chromium`, or set FURIOSA_OPT_SKIP_BROWSER=1 to skip those tests)
+endif
+endif
+endif
+
+# The language server's editor test drives Debian's Neovim (0.7, headless) and fails without it: installed
+# here when we are root (CI), else one line saying how.
+editor:
+ifneq ($(FURIOSA_OPT_SKIP_NEOVIM),1)
+ifeq ($(wildcard $(NVIM)),)
+ifeq ($(shell id -u),0)
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim
+else
+	$(error $(NVIM) is missing (the language server's Neovim test needs it): run `sudo apt-get update && sudo apt-get install -y neovim`, or set FURIOSA_OPT_SKIP_NEOVIM=1 to skip that test)
 endif
 endif
 endif
@@ -88,6 +102,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/viewer.py
 	$(BIN)/python benchmarks/mnist.py
 	$(BIN)/python benchmarks/tune.py
+	$(BIN)/python benchmarks/lsp.py
 
 clean:
 	rm -rf $(VENV) target .pytest_cache .hypothesis

@@ -165,11 +165,14 @@ def _loc(location: Location | None) -> visa.Loc | None:
     return visa.Loc(location.file, location.line, location.column) if location else None
 
 
-def trace(kernel: DeviceFunction, collect: bool = True) -> tuple[visa.Kernel | None, list[FuriosaOptError]]:
-    """The kernel's vISA and the errors found while tracing it (the IR is None if any)."""
+def trace(
+    kernel: DeviceFunction, collect: bool = True, tracer: Tracer | None = None
+) -> tuple[visa.Kernel | None, list[FuriosaOptError]]:
+    """The kernel's vISA and the errors found while tracing it (the IR is None if any). A `tracer` given
+    (a subclass that also keeps what it records, as the language server's does) is the one that runs."""
     from furiosa_opt.backend import using
 
-    tracer = Tracer(collect)
+    tracer = tracer or Tracer(collect)
     try:
         leaves: list[object] = []
 

@@ -1,6 +1,6 @@
 """Entry point of the `furiosa-opt` command (docs/design.md, "The furiosa-opt command").
 
-`compile`, `cache`, `schedule`, `tune`, `view`, `new` and `doctor` are subcommands; `run`, `test`, `bench`,
+`compile`, `cache`, `schedule`, `tune`, `view`, `new`, `doctor` and `lsp` are subcommands; `run`, `test`, `bench`,
 `build`, `check`, `doc` and literal `python …` / `pytest …` lines go to the wrapper (`wrapper.py`), split
 by hand before argparse sees them.
 """
@@ -59,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     add_view_arguments(commands.add_parser("view", help="open the Schedule / IR graph viewer in a browser"))
     new = commands.add_parser("new", help="create a kernel package from the base template")
     new.add_argument("name", metavar="NAME", help="directory and package name (`my-kernels` imports as my_kernels)")
+    commands.add_parser("lsp", help="serve the kernel language to an editor (Language Server Protocol, stdio)")
     doctor = commands.add_parser("doctor", help="report Python, dependencies, device, output directory and cache")
     doctor.add_argument("-p", "--package", action="append", default=[], metavar="PKG")
     for name, summary in SUMMARIES.items():  # listed for help and error messages; `split` routes them first
@@ -66,8 +67,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def run_lsp(options: argparse.Namespace) -> int:
+    """`furiosa-opt lsp`: the language server on stdio, if the `lsp` extra is installed."""
+    try:
+        from furiosa_opt.lsp.server import main as serve
+    except ImportError as error:
+        missing = (error.name or "a package").split(".")[0]
+        print(f"error: `furiosa-opt lsp` needs the lsp extra ({missing} is missing): "
+              "pip install 'furiosa-opt[lsp]'", file=sys.stderr)  # fmt: skip
+        return 2
+    serve()
+    return 0
+
+
 RUNNERS = {"compile": run_compile, "cache": run_cache, "schedule": run_schedule, "view": run_view,
-           "new": run_new, "doctor": run_doctor, "tune": run_tune}  # fmt: skip
+           "new": run_new, "doctor": run_doctor, "tune": run_tune, "lsp": run_lsp}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

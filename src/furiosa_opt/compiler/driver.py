@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from furiosa_opt import __version__, env
-from furiosa_opt.backend.trace import trace
+from furiosa_opt.backend.trace import Tracer, trace
 from furiosa_opt.compiler import visa
 from furiosa_opt.compiler.cache import artifact_key
 from furiosa_opt.compiler.diagnostics import Diagnostic, Span, from_error
@@ -102,12 +102,13 @@ def relocate(kernel: visa.Kernel, root: Path) -> visa.Kernel:
     return replace(kernel, ops=tuple(replace(op, loc=moved(op.loc)) for op in kernel.ops))
 
 
-def compile_kernel(kernel: DeviceFunction, root: Path | None = None) -> Compiled:
-    """Stage 1 of one kernel: trace it; every independent refusal becomes a diagnostic."""
+def compile_kernel(kernel: DeviceFunction, root: Path | None = None, tracer: Tracer | None = None) -> Compiled:
+    """Stage 1 of one kernel: trace it (with `tracer` when given, see `trace`); every independent refusal
+    becomes a diagnostic."""
     result = Compiled(kernel.identity)
     start = time.perf_counter()
     try:
-        ir, errors = trace(kernel)
+        ir, errors = trace(kernel, tracer=tracer)
     except Exception as error:  # a Python error inside the kernel body: report it at the user's line
         ir, errors = None, [error]
     result.seconds["visa"] = time.perf_counter() - start
