@@ -21,7 +21,7 @@ from furiosa_opt.mapping.factors import BC, Factors, size
 from furiosa_opt.mapping.relayout import live_mask, relaid, relayout_index
 from furiosa_opt.mapping.views import Source, Target, joint, layout_source, layout_target
 from furiosa_opt.memo import bytes_cache
-from furiosa_opt.terms import fold_products, inner_order, reduce_terms
+from furiosa_opt.terms import cells, fold_products, inner_order, reduce_terms, unbroadcast
 
 
 @dataclass(frozen=True)
@@ -122,22 +122,26 @@ def fold_views(lhs_map: Factors, rhs_map: Factors, pre_reduce: Factors, out: Fac
 
 
 def fold_through_views(
-    plan: FoldViews, lhs: np.ndarray, rhs: np.ndarray, acc: np.dtype, live: bool = False
+    plan: FoldViews, lhs: np.ndarray, rhs: np.ndarray, widen: Callable, acc: np.dtype, live: bool = False
 ) -> np.ndarray:
     """`out[..., o] = Σ lhs·rhs` over the contracted positions of each output, folded from zero in wire
-    order (no FMA, no pairwise sums); operands are widened `[..., positions]` buffers, or with `live` their
-    layouts' live grids. Each operand is laid out once step-major, so every step reads a contiguous block."""
+    order (no FMA, no pairwise sums); operands are `[..., positions]` buffers as stored, or with `live` their
+    layouts' live grids. Each operand is widened by `widen` straight into one step-major array, so every
+    step reads a contiguous block: the widening is the copy, and an axis the operand broadcasts (stride 0)
+    stays one cell wide, broadcast again when the steps combine."""
     if live:
         left, right = plan.lhs.view_live(lhs), plan.rhs.view_live(rhs)
     else:
         left, right = plan.lhs.view(lhs), plan.rhs.view(rhs)
     first = left.ndim - len(plan.reduced) - len(plan.kept_order)  # leading batch axes (simulator slices)
-    order = inner_order(left.shape[first + len(plan.reduced) :], right.shape[first + len(plan.reduced) :])
+    order = inner_order(cells(left)[first + len(plan.reduced) :], cells(right)[first + len(plan.reduced) :])
     outer = tuple(range(first + len(plan.reduced)))
     moved = outer + tuple(len(outer) + i for i in order)
-    left, right = np.ascontiguousarray(left.transpose(moved)), np.ascontiguousarray(right.transpose(moved))
+    full = np.broadcast_shapes(left.shape, right.shape)
+    left, right = (np.ascontiguousarray(widen(unbroadcast(view.transpose(moved)))) for view in (left, right))
     lead = (slice(None),) * first
     total = fold_products(((left[lead + s], right[lead + s]) for s in np.ndindex(*plan.reduced)), acc)
+    total = np.broadcast_to(total, full[:first] + tuple(full[len(outer) + i] for i in order))
     back = np.argsort(order)  # the kept axes in `pre_reduce` order again
     kept = total.transpose(tuple(range(first)) + tuple(first + int(back[i]) for i in plan.kept_order))
     return plan.out.place(kept)

@@ -57,7 +57,7 @@ def fold_walked(
     outer, inner = lhs.shape[1 : lhs.ndim - terms], lhs.shape[lhs.ndim - terms :]
     every = live.all(axis=0)
     kept = lhs.ndim - terms  # batch and output axes, ordered for long inner loops (`inner_order`)
-    order = inner_order(_cells(lhs)[:kept], _cells(rhs)[:kept])
+    order = inner_order(cells(lhs)[:kept], cells(rhs)[:kept])
     left, right = (
         np.ascontiguousarray(w(_term_major(v, terms, order))) for w, v in zip(widen, (lhs, rhs), strict=True)
     )
@@ -72,26 +72,33 @@ def fold_walked(
 
 
 def inner_order(left: tuple[int, ...], right: tuple[int, ...]) -> list[int]:
-    """An order of the kept axes that makes numpy's inner loop long: axes both operands hold outside,
-    then those only one holds, the larger group innermost (numpy loops fastest over the last axis)."""
+    """An order of the kept axes that makes numpy's inner loop long: axes neither operand holds outside,
+    then three groups from the fewest cells to the most, so the largest is innermost (numpy loops fastest
+    over the last axes, and merges those that are contiguous in every array): the axes both operands hold
+    (the product reads both contiguously there), those only the left holds, those only the right holds."""
     both = [i for i in range(len(left)) if left[i] > 1 and right[i] > 1]
     only_left = [i for i in range(len(left)) if left[i] > 1 and right[i] == 1]
     only_right = [i for i in range(len(left)) if right[i] > 1 and left[i] == 1]
     rest = [i for i in range(len(left)) if left[i] == 1 and right[i] == 1]
-    small, large = sorted((only_left, only_right), key=lambda g: math.prod(left[i] * right[i] for i in g))
-    return rest + both + small + large
+    groups = sorted((both, only_left, only_right), key=lambda g: math.prod(max(left[i], right[i]) for i in g))
+    return rest + [i for group in groups for i in group]
 
 
 def _term_major(view: np.ndarray, terms: int, order: list[int]) -> np.ndarray:
     """`view` with its last `terms` axes first and the others in `order` (a view: its widening copies it
     contiguous, so that each term reads one block); an axis the view broadcasts (stride 0) stays one cell
     wide, broadcast again when the terms combine."""
-    kept = view[tuple(slice(0, 1) if step == 0 else slice(None) for step in view.strides)]
     first = view.ndim - terms
-    return kept.transpose(*range(first, view.ndim), *order)
+    return unbroadcast(view).transpose(*range(first, view.ndim), *order)
 
 
-def _cells(view: np.ndarray) -> tuple[int, ...]:
+def unbroadcast(view: np.ndarray) -> np.ndarray:
+    """`view` with each axis it broadcasts (stride 0) cut to one cell: what an operand holds, which numpy
+    broadcasts again where the terms combine."""
+    return view[tuple(slice(0, 1) if step == 0 else slice(None) for step in view.strides)]
+
+
+def cells(view: np.ndarray) -> tuple[int, ...]:
     """The view's shape with each broadcast axis (stride 0) counted as one cell."""
     return tuple(1 if step == 0 else n for n, step in zip(view.shape, view.strides, strict=True))
 

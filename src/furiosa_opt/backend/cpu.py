@@ -374,9 +374,8 @@ def contraction(
     if through_views is not None:
         grids = _grid(lhs, lhs_map), _grid(rhs, rhs_map)
         if None not in grids:  # widen the live cells only, once per distinct value
-            left, right = (_once(widen, [grid]) for grid, _ in grids)
-            return fresh(fold_through_views(through_views, left, right, acc, live=True))
-        return fresh(fold_through_views(through_views, widen(lhs.values()), widen(rhs.values()), acc))
+            return fresh(fold_through_views(through_views, grids[0][0], grids[1][0], widen, acc, live=True))
+        return fresh(fold_through_views(through_views, lhs.values(), rhs.values(), widen, acc))
     plan = contraction_plan(lhs_map, rhs_map, pre_reduce, out)
     return contract(lhs, rhs, plan, size(out), widen, acc)
 
