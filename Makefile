@@ -17,6 +17,8 @@ $(STAMP): pyproject.toml examples/base-template/pyproject.toml examples/vector-k
 	$(BIN)/python -m pip install -q -e '.[dev]' -e examples/base-template -e examples/vector-kernels -e 'examples/mnist[train]' -e 'examples/transformer[test]'
 	touch $(STAMP)
 
+# Step 3's `-p no:asyncio`: pytest-asyncio (installed for the language server's tests) would warn there that the
+# example's pytest settings do not name its loop scope.
 demo: $(STAMP)
 	@cd examples/base-template && export PATH="$(CURDIR)/$(BIN):$$PATH" && set -e; \
 	echo "== 1. CPU build: python -m base_template.gemm (host program, checked against its numpy oracle)"; \
@@ -24,7 +26,7 @@ demo: $(STAMP)
 	echo; echo "== 2. furiosa-opt compile: every kernel, Python -> vISA -> LIR -> EDF (cached per kernel)"; \
 	furiosa-opt compile; \
 	echo; echo "== 3. CPU oracle test: pytest tests/test_gemm.py"; \
-	python -m pytest -q -p no:cacheprovider tests/test_gemm.py; \
+	python -m pytest -q -p no:cacheprovider -p no:asyncio tests/test_gemm.py; \
 	echo; echo "== 4. furiosa-opt compile gemm_kernel --dump-schedule (open it with: furiosa-opt view <file>)"; \
 	furiosa-opt compile gemm_kernel --dump-schedule ../../target/gemm.schedule.json --dump-summary ../../target/gemm-summary; \
 	head -5 ../../target/gemm-summary/summary.md; \
