@@ -278,16 +278,21 @@ def window_read(buf: Buf, outer: int, element: int, window: int, view: Factors) 
         return Buf(buf.base, compose(buf.index, window_index(outer, element, window, view)))
     span = live.extent  # cells past the last live one are padding: not read (zeros cost no pages)
     if outer == 1:  # the live cells alone, as the view's grid (a row of a table-sized view is a row)
-        region = buf.values()[window : window + span]
-        steps = np.cumprod((1, *live.shape[:0:-1]))[::-1] * region.strides[0]  # one position: one element
-        counts = tuple(t.stop for t in live.take)
-        return Buf(np.array(as_strided(region, counts, tuple(steps.tolist()), writeable=False)), layout=view)
+        return Buf(np.array(_live_grid(buf.values(), window, live, writeable=False)), layout=view)
     seen = np.zeros((outer, size(view)), dtype=buf.values().dtype)
     seen[:, :span] = buf.values().reshape(outer, element)[:, window : window + span]
     out = np.zeros((outer, *live.shape), dtype=seen.dtype)
     cells = (slice(None), *live.take)
     out[cells] = seen.reshape(outer, *live.shape)[cells]
     return Buf(out.reshape(-1))
+
+
+def _live_grid(values: np.ndarray, window: int, live: views.Live, writeable: bool) -> np.ndarray:
+    """The live cells of a view at `window` of a one-element buffer, as a strided view of `values`."""
+    region = values[window : window + live.extent]
+    steps = np.cumprod((1, *live.shape[:0:-1]))[::-1] * region.strides[0]  # one position: one element
+    counts = tuple(t.stop for t in live.take)
+    return as_strided(region, counts, tuple(steps.tolist()), writeable=writeable)
 
 
 def window_write(
@@ -300,6 +305,9 @@ def window_write(
     if live is None:
         index = window_index(outer, element, window, view)
         written[index[index >= 0]] = src.values()[index >= 0]
+        return base.with_values(written)
+    if outer == 1:  # into the live cells alone (a row of a table-sized view writes a row)
+        _live_grid(written, window, live, writeable=True)[...] = _live_cells(src, 1, live, view)[0]
         return base.with_values(written)
     span = live.extent
     region = np.zeros((outer, size(view)), dtype=written.dtype)

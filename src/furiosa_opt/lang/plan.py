@@ -38,6 +38,7 @@ from itertools import chain, repeat
 from typing import Any
 
 from furiosa_opt.backend import active, cpu, using
+from furiosa_opt.lang.fusion import fused
 from furiosa_opt.lang.recorder import RECORDING, Offset, Recorder
 from furiosa_opt.lang.steps import Plan, Step, base_of, window_of
 from furiosa_opt.lang.tensors import Tensor, TensorView
@@ -161,7 +162,9 @@ def _build(recorder: Recorder, leaves: list, inputs: list[tuple[int, int]], resu
         guards = [(i, 0, "eq", window_of(leaf), True) for i, leaf in enumerate(leaves) if isinstance(leaf, TensorView)]
     steps, constants = _folded(recorder)
     handed = {s for _, s in finals} | {spec[-1] for spec in results if spec[0] == "new"}
-    _releases(steps, handed | {s for s, _ in constants})
+    kept = handed | {s for s, _ in constants}
+    steps = fused(steps, kept)
+    _releases(steps, kept)
     single = not isinstance(result, tuple)
     return Plan(len(recorder.refs), inputs, steps, finals, results, single, guards, constants, keep)
 
