@@ -1,7 +1,10 @@
-"""The CPU backend's read of a view at a window (`cpu.window_read`): one block reads its live cells alone,
-as the view's grid, whatever strides the buffer has (a constant's stride-0 array included); the oracle is
-numpy slicing of the buffer's values over the view's positions."""
+"""The CPU backend's read and write of a view at a window (`cpu.window_read`, `cpu.window_write`): one
+block reads its live cells alone, as the view's grid, whatever strides the buffer has (a constant's stride-0
+array included), and writes its live cells alone, leaving every other cell as it was; a grid's values hold
+its padding value everywhere else, bit for bit (bfloat16 included). The oracle is numpy slicing and
+`np.full` over the view's positions."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -33,3 +36,38 @@ def _live_mask(live) -> np.ndarray:
     mask = np.zeros(live.shape, bool)
     mask[live.take] = True
     return mask
+
+
+@pytest.mark.parametrize("view", ["R, C", "1 # 6, C", "R # 8, C % 4 # 8", "2 # 3, C # 16"])
+@pytest.mark.parametrize("in_place", [False, True])
+def test_one_block_writes_the_live_cells_at_its_window(view, in_place):
+    factors = m[view].factors
+    element, window = 400, 37
+    before = np.arange(element, dtype=np.int32)
+    base = cpu.Buf(before.copy())
+    src = cpu.Buf(-np.arange(1, m[view].size + 1, dtype=np.int32))
+    live = live_cells(factors)
+    mask = _live_mask(live).reshape(-1)
+    expected = before.copy()
+    positions = window + np.flatnonzero(mask)
+    expected[positions] = src.base[mask]
+    got = cpu.window_write(base, 1, element, window, factors, src, in_place)
+    assert np.array_equal(got.values(), expected)
+    assert np.array_equal(base.values(), expected if in_place else before)
+
+
+FLOATS = [0.0, -0.0, 1.5, float("nan")]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "fill"),
+    [(ml_dtypes.bfloat16, f) for f in FLOATS] + [(np.float32, f) for f in FLOATS] + [(np.int16, 0), (np.int16, -3)],
+)
+def test_a_grid_holds_its_padding_value_bit_for_bit(dtype, fill):
+    factors = m["R # 8, C % 4 # 8"].factors
+    live = live_cells(factors)
+    grid = np.arange(live.count, dtype=np.float32).astype(dtype).reshape([t.stop for t in live.take])
+    buf = cpu.Buf(grid, layout=factors, fill=np.asarray(fill).astype(dtype)[()])
+    expected = np.full(live.shape, fill, dtype=np.float32).astype(dtype)
+    expected[live.take] = grid
+    assert buf.values().tobytes() == expected.reshape(-1).tobytes()

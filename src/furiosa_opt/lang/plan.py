@@ -18,6 +18,8 @@ language took on such a window (`window < size`, a bounds check) becomes a guard
 first. A kernel that does other arithmetic on a window is replayed only for the same windows. A kernel
 that reads a buffer made outside its arguments (a module-level tensor) is never replayed.
 
+Before a plan is kept, its unread steps are dropped and its chains of views fused (`lang/fusion.py`).
+
 Writes: a replayed write goes into a buffer in place exactly when the language's would (`cpu.exclusive`:
 no other tensor or array holds it), else into a copy. A replay that fails (a gather's bad index) falls
 back to the language, which reports the fault as it always does.
