@@ -54,6 +54,18 @@ def test_one_block_writes_the_live_cells_at_its_window(view, in_place):
     got = cpu.window_write(base, 1, element, window, factors, src, in_place)
     assert np.array_equal(got.values(), expected)
     assert np.array_equal(base.values(), expected if in_place else before)
+    assert got.base.flags.owndata and got.base.flags.writeable  # a later write may go into it in place
+
+
+def test_a_write_into_a_constant_copies_it_into_memory_of_its_own():
+    factors = m["R, C"].factors
+    base = cpu.constant(5, np.dtype(ml_dtypes.bfloat16), 100)
+    src = cpu.Buf(np.arange(R.size * C.size, dtype=np.float32).astype(ml_dtypes.bfloat16))
+    got = cpu.window_write(base, 1, 100, 10, factors, src)
+    expected = np.full(100, 5, np.float32).astype(ml_dtypes.bfloat16)
+    expected[10:58] = src.base
+    assert got.values().tobytes() == expected.tobytes()
+    assert got.base.flags.owndata and got.base.flags.writeable and not any(base.base.strides)
 
 
 FLOATS = [0.0, -0.0, 1.5, float("nan")]

@@ -139,7 +139,24 @@ def gather(base: np.ndarray, index: np.ndarray) -> np.ndarray:
 
 
 def fresh(values: np.ndarray) -> Buf:
-    return Buf(np.ascontiguousarray(values))
+    strided = isinstance(values, np.ndarray) and values.ndim and not values.flags.c_contiguous
+    return Buf(copied(values) if strided else np.ascontiguousarray(values))
+
+
+def copied(values: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of `values`, moved as unsigned integers of the same size (numpy copies a
+    strided array of a dtype of its own, bfloat16, cell by cell: a broadcast 128 K cells took 76 µs, not 3).
+
+    >>> copied(np.broadcast_to(np.float32(2), (3,))).tolist()
+    [2.0, 2.0, 2.0]
+    """
+    out = np.empty(values.shape, values.dtype)  # its own memory: a later write may go in place
+    if values.dtype.itemsize not in (1, 2, 4, 8) or values.dtype.hasobject:
+        out[...] = values
+    else:
+        bits = f"u{values.dtype.itemsize}"
+        np.copyto(out.view(bits), values.view(bits))
+    return out
 
 
 def constant(value: int | float, storage: np.dtype, count: int) -> Buf:
@@ -331,7 +348,7 @@ def window_write(
 ) -> Buf:
     """The base buffer with the live cells of a view (`src`, laid out as [outer, view]) written in: a new
     buffer, or with `in_place` (which `exclusive` allows) the same array written into."""
-    written = base.values() if in_place else base.values().copy()
+    written = base.values() if in_place else copied(base.values())
     live = _window(element, window, view)
     if live is None:
         index = window_index(outer, element, window, view)
