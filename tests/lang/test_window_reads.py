@@ -83,3 +83,26 @@ def test_a_grid_holds_its_padding_value_bit_for_bit(dtype, fill):
     expected = np.full(live.shape, fill, dtype=np.float32).astype(dtype)
     expected[live.take] = grid
     assert buf.values().tobytes() == expected.reshape(-1).tobytes()
+
+
+def test_blocks_read_and_write_their_live_cells_bit_for_bit():
+    """Several blocks (outer > 1) of bfloat16 bit patterns, NaNs and subnormals among them, move unchanged."""
+    factors = m["R # 8, C % 4 # 8"].factors
+    live = live_cells(factors)
+    outer, element, window, size = 3, 100, 5, m["R # 8, C % 4 # 8"].size
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 1 << 16, outer * element, dtype=np.uint16)
+    src = rng.integers(0, 1 << 16, outer * size, dtype=np.uint16)
+    positions = np.flatnonzero(_live_mask(live).reshape(-1))
+
+    read = cpu.window_read(cpu.Buf(values.view(ml_dtypes.bfloat16)), outer, element, window, factors)
+    expected = np.zeros((outer, size), np.uint16)
+    expected[:, positions] = values.reshape(outer, element)[:, window + positions]
+    assert np.array_equal(read.values().view(np.uint16), expected.reshape(-1))
+
+    base = cpu.Buf(values.copy().view(ml_dtypes.bfloat16))
+    written = cpu.window_write(base, outer, element, window, factors, cpu.Buf(src.view(ml_dtypes.bfloat16)))
+    expected = values.copy().reshape(outer, element)
+    expected[:, window + positions] = src.reshape(outer, size)[:, positions]
+    assert np.array_equal(written.values().view(np.uint16), expected.reshape(-1))
+    assert np.array_equal(base.values().view(np.uint16), values)  # not in place: the base is unchanged

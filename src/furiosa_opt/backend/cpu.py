@@ -151,12 +151,15 @@ def copied(values: np.ndarray) -> np.ndarray:
     [2.0, 2.0, 2.0]
     """
     out = np.empty(values.shape, values.dtype)  # its own memory: a later write may go in place
-    if values.dtype.itemsize not in (1, 2, 4, 8) or values.dtype.hasobject:
-        out[...] = values
-    else:
-        bits = f"u{values.dtype.itemsize}"
-        np.copyto(out.view(bits), values.view(bits))
+    np.copyto(_bits(out), _bits(values))
     return out
+
+
+def _bits(array: np.ndarray) -> np.ndarray:
+    """`array` viewed as unsigned integers of its cells' size, which numpy moves in bulk (a dtype of its
+    own, bfloat16, it moves cell by cell through a cast); the array itself for other sizes."""
+    size = array.dtype.itemsize
+    return array if size not in (1, 2, 4, 8) or array.dtype.hasobject else array.view(f"u{size}")
 
 
 def constant(value: int | float, storage: np.dtype, count: int) -> Buf:
