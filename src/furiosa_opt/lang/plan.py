@@ -32,6 +32,7 @@ Mutating a module-level object in place (appending to a list a kernel reads) is 
 from __future__ import annotations
 
 import dataclasses
+import dis
 import re
 import types
 from collections import OrderedDict
@@ -113,9 +114,10 @@ def _named(fn: Callable) -> list[tuple[dict, tuple[str, ...]]]:
 
 
 def _names(code: types.CodeType) -> list[str]:
-    """The global names a code object reads, and the identifiers in its string constants (`m["A % 8"]`
-    resolves the axis `A` in the module's globals when it runs)."""
-    names = list(code.co_names)
+    """The global names a code object reads (not its attribute names: `ctx.main` reads no global `main`),
+    and the identifiers in its string constants (`m["A % 8"]` resolves the axis `A` in the module's
+    globals when it runs)."""
+    names = [i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_READS]
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names += _names(const)
@@ -125,6 +127,7 @@ def _names(code: types.CodeType) -> list[str]:
 
 
 _MISSING = object()
+_GLOBAL_READS = {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"}
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 
