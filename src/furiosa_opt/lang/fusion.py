@@ -42,6 +42,8 @@ def _needed(steps: list[Step], kept: set[int]) -> list[Step]:
 
 
 def _chained(steps: list[Step], kept: set[int]) -> list[Step]:
+    """The steps with each view step that reads the result of an earlier one, its only reader, folded
+    into it (`_joined`): only slots written once, so the folded step's result is the same value."""
     readers = Counter(s for step in steps for _, s in step.slots)
     writers = Counter(step.out for step in steps)
     out: list[Step] = []
@@ -56,7 +58,7 @@ def _chained(steps: list[Step], kept: set[int]) -> list[Step]:
                 out[at] = joined
                 made_by[step.out] = at
                 continue
-        made_by = {s: n for s, n in made_by.items() if s != step.out}
+        made_by.pop(step.out, None)  # the slot holds another value from here on
         if step.view is not None:
             made_by[step.out] = len(out)
         out.append(step)
