@@ -190,3 +190,19 @@ def test_the_cache_is_bounded(kernel_module, monkeypatch):
             assert np.array_equal(bumped(ctx, probe.bump, values), values + step)
             assert plan.cached() <= 3
         assert plan.cached() == 3
+
+
+def test_a_module_name_equal_to_an_attribute_the_kernel_reads_is_not_in_the_key(kernel_module):
+    """`ctx.main`, `.fetch(...)`: attribute names, not globals; a module-level `main` may change freely."""
+    probe = importlib.import_module("plan_probe")
+    values = np.arange(2048, dtype=np.int32)
+    with Context.acquire() as ctx:
+        assert np.array_equal(bumped(ctx, probe.bump, values), values + 1)
+        before = counts()
+        probe.main, probe.fetch = object(), object()
+        assert np.array_equal(bumped(ctx, probe.bump, values * 3), values * 3 + 1)
+        assert delta(before) == {"recorded": 0, "replayed": 1, "unreplayable": 0}
+        probe.TagMode = probe.TagMode  # a global it reads, rebound to the same object: the same key
+        probe.STEP = 5  # rebound to another: recorded again
+        assert np.array_equal(bumped(ctx, probe.bump, values), values + 5)
+        assert delta(before) == {"recorded": 1, "replayed": 1, "unreplayable": 0}

@@ -49,7 +49,7 @@ class Buf:
         if self._values is None:
             if self.layout is not None:
                 live = views.live_cells(self.layout)
-                placed = np.full(live.shape, self.fill, dtype=self.base.dtype)
+                placed = _full(live.shape, self.fill, self.base.dtype)
                 placed[live.take] = self.base
                 self._values = placed.reshape(-1)
             else:
@@ -71,6 +71,25 @@ class Buf:
             shape = tuple(t.stop for t in live.take)
             return np.broadcast_to(self.base[:1].reshape((1,) * len(shape)), shape), self.base[0]
         return None
+
+
+def _full(shape: tuple[int, ...], value: int | float, dtype: np.dtype) -> np.ndarray:
+    """`np.full(shape, value, dtype)`, filled by the bits of `value` as that dtype (numpy fills a dtype of
+    its own, bfloat16, cell by cell through a cast: 20× slower), from zeroed memory when they are zeros.
+
+    >>> _full((2,), 1.5, np.dtype(np.float32)).tolist()
+    [1.5, 1.5]
+    """
+    one = np.empty((), dtype)
+    np.copyto(one, value, casting="unsafe")  # the cast `np.full` makes
+    if dtype.itemsize not in (1, 2, 4, 8):
+        return np.full(shape, one, dtype)
+    bits = one.view(f"u{dtype.itemsize}")
+    if not bits:
+        return np.zeros(shape, dtype)
+    out = np.empty(shape, dtype)
+    out.view(bits.dtype).fill(bits)
+    return out
 
 
 def _grid(buf: object, layout: Factors) -> tuple[np.ndarray, int | float] | None:
@@ -120,7 +139,27 @@ def gather(base: np.ndarray, index: np.ndarray) -> np.ndarray:
 
 
 def fresh(values: np.ndarray) -> Buf:
-    return Buf(np.ascontiguousarray(values))
+    strided = isinstance(values, np.ndarray) and values.ndim and not values.flags.c_contiguous
+    return Buf(copied(values) if strided else np.ascontiguousarray(values))
+
+
+def copied(values: np.ndarray) -> np.ndarray:
+    """A C-contiguous copy of `values`, moved as unsigned integers of the same size (numpy copies a
+    strided array of a dtype of its own, bfloat16, cell by cell: a broadcast 128 K cells took 76 µs, not 3).
+
+    >>> copied(np.broadcast_to(np.float32(2), (3,))).tolist()
+    [2.0, 2.0, 2.0]
+    """
+    out = np.empty(values.shape, values.dtype)  # its own memory: a later write may go in place
+    np.copyto(_bits(out), _bits(values))
+    return out
+
+
+def _bits(array: np.ndarray) -> np.ndarray:
+    """`array` viewed as unsigned integers of its cells' size, which numpy moves in bulk (a dtype of its
+    own, bfloat16, it moves cell by cell through a cast); the array itself for other sizes."""
+    size = array.dtype.itemsize
+    return array if size not in (1, 2, 4, 8) or array.dtype.hasobject else array.view(f"u{size}")
 
 
 def constant(value: int | float, storage: np.dtype, count: int) -> Buf:
@@ -239,12 +278,24 @@ def on_grids(fn, held: tuple[Factors, list[tuple[np.ndarray, int | float]]], fil
 
 def _once(fn, grids: list[np.ndarray]) -> np.ndarray:
     """`fn` over same-rank grids, computed once along axes that every operand broadcasts (stride 0)."""
-    shape = np.broadcast_shapes(*(g.shape for g in grids))
+    shape = grids[0].shape
+    if any(g.shape != shape for g in grids):
+        shape = np.broadcast_shapes(*(g.shape for g in grids))
     shared = tuple(
         slice(0, 1) if all(g.shape[i] == 1 or g.strides[i] == 0 for g in grids) else slice(None)
         for i in range(len(shape))
     )
-    return np.broadcast_to(fn(*(g[shared] for g in grids)), shape)
+    once = fn(*(g[shared] for g in grids))
+    if once.shape == shape:  # nothing computed once: the result itself, read-only as a broadcast is
+        once.flags.writeable = False
+        return once
+    if not once.flags.c_contiguous:
+        return np.broadcast_to(once, shape)
+    # what `np.broadcast_to` gives (stride 0 along the axes computed once), without its checks
+    strides = tuple(0 if n != m else s for n, m, s in zip(once.shape, shape, once.strides, strict=True))
+    spread = np.ndarray(shape, once.dtype, buffer=once, strides=strides)
+    spread.flags.writeable = False
+    return spread
 
 
 # ---- views ------------------------------------------------------------------------------------------
@@ -278,10 +329,7 @@ def window_read(buf: Buf, outer: int, element: int, window: int, view: Factors) 
         return Buf(buf.base, compose(buf.index, window_index(outer, element, window, view)))
     span = live.extent  # cells past the last live one are padding: not read (zeros cost no pages)
     if outer == 1:  # the live cells alone, as the view's grid (a row of a table-sized view is a row)
-        region = buf.values()[window : window + span]
-        steps = np.cumprod((1, *live.shape[:0:-1]))[::-1] * region.strides[0]  # one position: one element
-        counts = tuple(t.stop for t in live.take)
-        return Buf(np.array(as_strided(region, counts, tuple(steps.tolist()), writeable=False)), layout=view)
+        return Buf(np.array(_live_grid(buf.values(), window, live, writeable=False)), layout=view)
     seen = np.zeros((outer, size(view)), dtype=buf.values().dtype)
     seen[:, :span] = buf.values().reshape(outer, element)[:, window : window + span]
     out = np.zeros((outer, *live.shape), dtype=seen.dtype)
@@ -290,16 +338,27 @@ def window_read(buf: Buf, outer: int, element: int, window: int, view: Factors) 
     return Buf(out.reshape(-1))
 
 
+def _live_grid(values: np.ndarray, window: int, live: views.Live, writeable: bool) -> np.ndarray:
+    """The live cells of a view at `window` of a one-element buffer, as a strided view of `values`."""
+    region = values[window : window + live.extent]
+    steps = np.cumprod((1, *live.shape[:0:-1]))[::-1] * region.strides[0]  # one position: one element
+    counts = tuple(t.stop for t in live.take)
+    return as_strided(region, counts, tuple(steps.tolist()), writeable=writeable)
+
+
 def window_write(
     base: Buf, outer: int, element: int, window: int, view: Factors, src: Buf, in_place: bool = False
 ) -> Buf:
     """The base buffer with the live cells of a view (`src`, laid out as [outer, view]) written in: a new
     buffer, or with `in_place` (which `exclusive` allows) the same array written into."""
-    written = base.values() if in_place else base.values().copy()
+    written = base.values() if in_place else copied(base.values())
     live = _window(element, window, view)
     if live is None:
         index = window_index(outer, element, window, view)
         written[index[index >= 0]] = src.values()[index >= 0]
+        return base.with_values(written)
+    if outer == 1:  # into the live cells alone (a row of a table-sized view writes a row)
+        _live_grid(written, window, live, writeable=True)[...] = _live_cells(src, 1, live, view)[0]
         return base.with_values(written)
     span = live.extent
     region = np.zeros((outer, size(view)), dtype=written.dtype)

@@ -18,6 +18,8 @@ language took on such a window (`window < size`, a bounds check) becomes a guard
 first. A kernel that does other arithmetic on a window is replayed only for the same windows. A kernel
 that reads a buffer made outside its arguments (a module-level tensor) is never replayed.
 
+Before a plan is kept, its unread steps are dropped and its chains of views fused (`lang/fusion.py`).
+
 Writes: a replayed write goes into a buffer in place exactly when the language's would (`cpu.exclusive`:
 no other tensor or array holds it), else into a copy. A replay that fails (a gather's bad index) falls
 back to the language, which reports the fault as it always does.
@@ -30,6 +32,7 @@ Mutating a module-level object in place (appending to a list a kernel reads) is 
 from __future__ import annotations
 
 import dataclasses
+import dis
 import re
 import types
 from collections import OrderedDict
@@ -38,6 +41,7 @@ from itertools import chain, repeat
 from typing import Any
 
 from furiosa_opt.backend import active, cpu, using
+from furiosa_opt.lang.fusion import fused
 from furiosa_opt.lang.recorder import RECORDING, Offset, Recorder
 from furiosa_opt.lang.steps import Plan, Step, base_of, window_of
 from furiosa_opt.lang.tensors import Tensor, TensorView
@@ -110,9 +114,10 @@ def _named(fn: Callable) -> list[tuple[dict, tuple[str, ...]]]:
 
 
 def _names(code: types.CodeType) -> list[str]:
-    """The global names a code object reads, and the identifiers in its string constants (`m["A % 8"]`
-    resolves the axis `A` in the module's globals when it runs)."""
-    names = list(code.co_names)
+    """The global names a code object reads (not its attribute names: `ctx.main` reads no global `main`),
+    and the identifiers in its string constants (`m["A % 8"]` resolves the axis `A` in the module's
+    globals when it runs)."""
+    names = [i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_READS]
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             names += _names(const)
@@ -122,6 +127,7 @@ def _names(code: types.CodeType) -> list[str]:
 
 
 _MISSING = object()
+_GLOBAL_READS = {"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"}
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -161,7 +167,9 @@ def _build(recorder: Recorder, leaves: list, inputs: list[tuple[int, int]], resu
         guards = [(i, 0, "eq", window_of(leaf), True) for i, leaf in enumerate(leaves) if isinstance(leaf, TensorView)]
     steps, constants = _folded(recorder)
     handed = {s for _, s in finals} | {spec[-1] for spec in results if spec[0] == "new"}
-    _releases(steps, handed | {s for s, _ in constants})
+    kept = handed | {s for s, _ in constants}
+    steps = fused(steps, kept)
+    _releases(steps, kept)
     single = not isinstance(result, tuple)
     return Plan(len(recorder.refs), inputs, steps, finals, results, single, guards, constants, keep)
 

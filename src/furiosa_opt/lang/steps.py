@@ -53,11 +53,11 @@ class Step:
         return args
 
     def run(self, slots: list, windows: list[int]) -> object:
-        args = self.arguments(slots, windows)
-        if self.view is not None:
-            made = self.view.apply(args[0], args[1])
+        if self.view is not None:  # a relayout: its buffer first, the layouts (no slot, no window) after
+            made = self.view.apply(slots[self.slots[0][1]], self.args[1])
             if made is not None:
                 return made
+        args = self.arguments(slots, windows)
         if self.padding is not None:
             held = cpu.grids_of(args[1:])
             if held is not None and tuple(f for _, f in held[1]) == self.padding[0]:
