@@ -82,13 +82,11 @@ def _full(shape: tuple[int, ...], value: int | float, dtype: np.dtype) -> np.nda
     """
     one = np.empty((), dtype)
     np.copyto(one, value, casting="unsafe")  # the cast `np.full` makes
-    if dtype.itemsize not in (1, 2, 4, 8):
-        return np.full(shape, one, dtype)
-    bits = one.view(f"u{dtype.itemsize}")
-    if not bits:
+    bits = _bits(one)
+    if bits.dtype.kind == "u" and not bits:  # all bits zero (not -0.0): memory the system zeroed
         return np.zeros(shape, dtype)
     out = np.empty(shape, dtype)
-    out.view(bits.dtype).fill(bits)
+    _bits(out).fill(bits)
     return out
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 
 _TENSOR_LEVELS = ("Chip", "Cluster", "Slice")
 
@@ -184,19 +185,25 @@ def last_axes_line(text: str) -> int | None:
     return found
 
 
-def _matching_open(text: str, close: int) -> int | None:
-    """The index of the `(` that the `)` at `close` closes, skipping quoted strings (one line each)."""
-    depth, i = 0, close
+def _backwards(text: str, end: int) -> Iterator[tuple[int, str]]:
+    """(index, character) of `text` from `end` down to its start, quoted strings (one line each) skipped."""
+    i = end
     while i >= 0:
         char = text[i]
         if char in "\"'":
-            start = text.rfind(char, 0, i)
-            i = start - 1 if start >= 0 else -1
+            i = text.rfind(char, 0, i) - 1  # past the opening quote (-2, the end, if there is none)
             continue
+        yield i, char
+        i -= 1
+
+
+def _matching_open(text: str, close: int) -> int | None:
+    """The index of the `(` that the `)` at `close` closes, skipping quoted strings (one line each)."""
+    depth = 0
+    for i, char in _backwards(text, close):
         depth += {")": 1, "(": -1}.get(char, 0)
         if depth == 0:
             return i
-        i -= 1
     return None
 
 
@@ -237,13 +244,8 @@ def dotted_name(before: str) -> str | None:
 def open_call(before: str) -> tuple[str, int] | None:
     """The method whose argument list the cursor is in, and the index of the argument it is at:
     `s.collect(m["A"], ` → ("collect", 1)."""
-    depth, commas, i = 0, 0, len(before) - 1
-    while i >= 0:
-        char = before[i]
-        if char in "\"'":
-            start = before.rfind(char, 0, i)
-            i = start - 1 if start >= 0 else -1
-            continue
+    depth, commas = 0, 0
+    for i, char in _backwards(before, len(before) - 1):
         if char in ")]}":
             depth += 1
         elif char in "([{":
@@ -255,5 +257,4 @@ def open_call(before: str) -> tuple[str, int] | None:
             depth -= 1
         elif char == "," and depth == 0:
             commas += 1
-        i -= 1
     return None
