@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types
+from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from furiosa_opt.stages import following
 
@@ -29,12 +31,31 @@ BROKEN = COLLECT.replace("K / 16", "K / 8")
 WRITTEN: dict[Path, str] = {}  # the files the tests put in the user's tree, and their text
 
 
+def recording_client() -> LanguageClient:
+    """pytest-lsp's client, keeping every publishDiagnostics by (uri, version), in order. Waiting for the next
+    notification instead would lose one: pytest-lsp hands a notification to the one waiter registered when
+    it arrives, so a second one read in the same chunk (another document's, then ours) reaches nobody."""
+    client = LanguageClient(converter_factory=default_converter)
+    client.published, client.arrived = {}, asyncio.Event()
+
+    def publish(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+        client.diagnostics[params.uri] = params.diagnostics
+        client.published.setdefault((params.uri, params.version), []).append(list(params.diagnostics))
+        client.arrived.set()
+
+    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish})
+    return client
+
+
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("user-tree")
 
 
-@pytest_lsp.fixture(scope="module", config=ClientServerConfig(server_command=SERVER, server_env=ENV))
+CONFIG = ClientServerConfig(server_command=SERVER, server_env=ENV, client_factory=recording_client)
+
+
+@pytest_lsp.fixture(scope="module", config=CONFIG)
 async def client(lsp_client: LanguageClient, tree: Path):
     lsp_client.hint_refreshes = 0
 
@@ -61,6 +82,7 @@ class Document:
 
     def __init__(self, client: LanguageClient, path: Path, text: str):
         self.client, self.path, self.uri, self.version = client, path, path.as_uri(), 1
+        self.taken = 0  # publications of this version already returned by `diagnostics`
         path.write_text(text)
         WRITTEN[path] = text
         item = types.TextDocumentItem(self.uri, "python", self.version, text)
@@ -68,17 +90,20 @@ class Document:
 
     def edit(self, text: str) -> None:
         self.version += 1
+        self.taken = 0
         change = types.TextDocumentContentChangeWholeDocument(text=text)
         identifier = types.VersionedTextDocumentIdentifier(version=self.version, uri=self.uri)
         self.client.text_document_did_change(types.DidChangeTextDocumentParams(identifier, [change]))
 
     async def diagnostics(self) -> list[types.Diagnostic]:
-        """The diagnostics published for this document's current version."""
-        while True:
-            waiting = self.client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-            params = await asyncio.wait_for(waiting, 60)
-            if params.uri == self.uri and params.version == self.version:
-                return list(params.diagnostics)
+        """The next diagnostics published for this document's current version (a save publishes the same
+        version again)."""
+        published, arrived = self.client.published, self.client.arrived
+        while len(published.get((self.uri, self.version), ())) <= self.taken:
+            arrived.clear()  # no await between the check and the wait: nothing can slip past
+            await asyncio.wait_for(arrived.wait(), 60)
+        self.taken += 1
+        return published[self.uri, self.version][self.taken - 1]
 
     @property
     def ident(self) -> types.TextDocumentIdentifier:
