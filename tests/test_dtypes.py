@@ -329,6 +329,17 @@ def test_f32_from_bf16_hw_on_every_code():
         assert dt.f32_from_bf16_hw(mixed).view(np.uint32).tolist() == expected[[0x3F80, odd, 0]].tolist()
 
 
+def test_bf16_from_f32_hw_fast_path_and_each_odd_lane():
+    """An array with no NaN and no subnormal skips the lane fixes (two reductions say so): it must still
+    match the rule on every lane, and one odd lane among plain ones must send the array to the fixes."""
+    grid = np.arange(0x0000, 0x7F80, 97, dtype=np.uint32) << 16
+    pts = neighbourhood(midpoints(grid.view(np.float32))) + RANDOM_BITS
+    plain = [b for b in pts if not is_f32_nan(b) and not (b & 0x7F800000 == 0 and b & 0x7FFFFF)]
+    check_against(dt.bf16_from_f32_hw, ref_bf16_hw, plain, 16)
+    for odd in (0x00000001, 0x807FFFFF, 0x7F800001, 0xFFFFFFFF):
+        check_against(dt.bf16_from_f32_hw, ref_bf16_hw, [0x3F800000, odd, 0x00000000, 0x7F800000], 16)
+
+
 def test_bf16_relu():
     x = f32(0x80000000, 0xFF800000, 0x80000001, 0xBF800000, 0x00000001, 0x7F800000, 0x3F800000, 0x00000000)
     assert bits_of(dt.bf16_from_f32_relu_hw(x)) == [0, 0, 0, 0, 0, 0x7F80, 0x3F80, 0]

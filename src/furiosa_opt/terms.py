@@ -19,15 +19,25 @@ import numpy as np
 from furiosa_opt import dtypes
 from furiosa_opt.dtypes import DType
 
+# A fold's accumulator is read and written once per term: kept under this size (a quarter of a typical
+# core's L2) it stays in cache across the terms.
+ACCUMULATOR_BYTES = 256 << 10
+
 
 def fold_products(terms: Iterable[tuple], acc: np.dtype) -> np.ndarray:
     """`Σ a·b` over the terms `(a, b)` in order, from zero, in the accumulator's type (operands already
-    widened); a term `(a, b, keep)` adds only where `keep` holds."""
-    total = np.zeros((), dtype=acc)
+    widened to it); a term `(a, b, keep)` adds only where `keep` holds. Each product rounds into one
+    scratch array and adds into the accumulator in place (the same roundings as `total + a * b`, without
+    two new arrays a term)."""
+    total, product, shapes = np.zeros((), dtype=acc), None, None
     with np.errstate(all="ignore"):
         for a, b, *keep in terms:
-            summed = total + a * b
-            total = np.where(keep[0], summed, total) if keep else summed
+            if (a.shape, b.shape, *(k.shape for k in keep)) != shapes:  # the first term, or a wider one
+                shapes = (a.shape, b.shape, *(k.shape for k in keep))
+                total = np.array(np.broadcast_to(total, np.broadcast_shapes(total.shape, *shapes)))
+                product = np.empty(np.broadcast_shapes(a.shape, b.shape), dtype=acc)
+            np.multiply(a, b, out=product)
+            np.add(total, product, out=total, where=keep[0] if keep else True)
     return total
 
 
@@ -52,8 +62,18 @@ def fold_walked(
     operands as stored, whose last `terms` axes enumerate each output's terms. Each operand is widened by
     its `widen` into one contiguous array, term-major and without the axes it broadcasts (nothing is the
     size of the terms, outputs × terms per output): the widening is the copy, reading the narrow bytes
-    in the view's order and writing term-major."""
-    outputs = live.shape[0]
+    in the view's order and writing term-major.
+
+    A batch whose accumulator outgrows `ACCUMULATOR_BYTES` is folded a block of rows at a time (the rows
+    are independent): each term then adds into an accumulator the cache still holds, and each block's
+    operands widen from memory that sits together, instead of every term streaming the whole batch."""
+    outputs, batch = live.shape[0], max(lhs.shape[0], rhs.shape[0])
+    rows = max(1, ACCUMULATOR_BYTES // (outputs * np.dtype(acc).itemsize))
+    if batch > rows:
+        blocks = [slice(start, start + rows) for start in range(0, batch, rows)]
+        return np.concatenate(
+            [fold_walked(_rows(lhs, block), _rows(rhs, block), widen, live, terms, acc) for block in blocks]
+        )
     outer, inner = lhs.shape[1 : lhs.ndim - terms], lhs.shape[lhs.ndim - terms :]
     every = live.all(axis=0)
     kept = lhs.ndim - terms  # batch and output axes, ordered for long inner loops (`inner_order`)
@@ -69,6 +89,11 @@ def fold_walked(
         steps.append((left[at], right[at]) if keep is None else (left[at], right[at], keep))
     total = fold_products(steps, acc).transpose(np.argsort(order))
     return np.broadcast_to(total, (max(lhs.shape[0], rhs.shape[0]), *outer)).reshape(-1, outputs)
+
+
+def _rows(view: np.ndarray, block: slice) -> np.ndarray:
+    """The block's rows of a [batch, …] view (all of a view that broadcasts one row)."""
+    return view if view.shape[0] == 1 else view[block]
 
 
 def inner_order(left: tuple[int, ...], right: tuple[int, ...]) -> list[int]:

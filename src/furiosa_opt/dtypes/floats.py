@@ -63,18 +63,27 @@ def _bf16_hw_bits(n: np.ndarray) -> np.ndarray:
 def bf16_from_f32_hw(x) -> np.ndarray:
     """Hardware f32 -> bf16 (``float/bf16.rs``): NaN -> 0x7fc0, f32 subnormal -> signed zero, else RNE.
 
-    ml_dtypes' C cast does the RNE; the lanes the hardware treats differently are set afterwards."""
+    ml_dtypes' C cast does the RNE; the lanes the hardware treats differently are set afterwards, found
+    only when two reductions over the magnitudes say some lane is a NaN or a subnormal."""
     x = np.asarray(x, dtype=np.float32)
     with np.errstate(invalid="ignore", over="ignore"):
         out = x.astype(BF16.storage)
-    n, bits = x.view(np.uint32), out.view(np.uint16)
-    subnormal = ((n & 0x7F800000) == 0) & ((n & 0x7FFFFF) != 0)
-    if subnormal.any():
+    if x.size and _odd(x.view(np.uint32), 0x7F800000, 0x7FFFFF):
+        n, bits = x.view(np.uint32), out.view(np.uint16)
+        subnormal = ((n & 0x7F800000) == 0) & ((n & 0x7FFFFF) != 0)
         bits[subnormal] = (n[subnormal] >> 16) & 0x8000
-    nan = np.isnan(x)
-    if nan.any():
-        bits[nan] = _BF16_QNAN
+        bits[np.isnan(x)] = _BF16_QNAN
     return out
+
+
+def _odd(codes: np.ndarray, infinity: int, subnormals: int) -> bool:
+    """Whether some float code (unsigned) is a NaN (magnitude above `infinity`) or a subnormal (magnitude
+    1 to `subnormals`): a max, then a min of the magnitudes less one (zero wraps to the top)."""
+    magnitude = codes & codes.dtype.type(infinity | (infinity - 1))  # the sign bit cleared
+    if magnitude.max() > infinity:
+        return True
+    magnitude -= codes.dtype.type(1)
+    return bool(magnitude.min() < subnormals)
 
 
 def bf16_from_f32_relu_hw(x) -> np.ndarray:
@@ -98,15 +107,14 @@ _BF16_TO_F32_HW = _bf16_hw_table()
 
 def f32_from_bf16_hw(x) -> np.ndarray:
     """Hardware bf16 -> f32 (``float/bf16.rs``): NaN -> 0x7fc00000, subnormal -> signed zero, else exact.
-    Every zero, normal and infinity widens by a shift; only when some code is a subnormal or a NaN does
-    every code go through the rule's table (a lookup is about three times the shift and its check)."""
+    Every zero, normal and infinity widens exactly (ml_dtypes' cast when the codes are contiguous, a shift
+    when they are a strided view, which that cast walks slowly); only when some code is a subnormal or a
+    NaN does every code go through the rule's table."""
     codes = _codes(x, BF16)
-    magnitude = codes & np.uint16(0x7FFF)
-    if magnitude.size and magnitude.max() > 0x7F80:  # a NaN
+    if codes.size and _odd(codes, 0x7F80, 0x7F):
         return _BF16_TO_F32_HW[codes].view(np.float32)
-    magnitude -= np.uint16(1)  # zero wraps to 0xFFFF, subnormals fall below 0x7F
-    if magnitude.size and magnitude.min() < 0x7F:
-        return _BF16_TO_F32_HW[codes].view(np.float32)
+    if codes.flags.c_contiguous:
+        return codes.view(BF16.storage).astype(np.float32)
     wide = codes.astype(np.uint32, order="C")
     wide <<= 16
     return wide.view(np.float32)
