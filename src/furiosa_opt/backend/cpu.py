@@ -339,9 +339,16 @@ def window_read(buf: Buf, outer: int, element: int, window: int, view: Factors) 
 def _live_grid(values: np.ndarray, window: int, live: views.Live, writeable: bool) -> np.ndarray:
     """The live cells of a view at `window` of a one-element buffer, as a strided view of `values`."""
     region = values[window : window + live.extent]
-    steps = np.cumprod((1, *live.shape[:0:-1]))[::-1] * region.strides[0]  # one position: one element
-    counts = tuple(t.stop for t in live.take)
-    return as_strided(region, counts, tuple(steps.tolist()), writeable=writeable)
+    steps, step = [], region.strides[0]  # one position: one element
+    for n in reversed(live.shape):
+        steps.append(step)
+        step *= n
+    counts, steps = tuple(t.stop for t in live.take), tuple(reversed(steps))
+    if not region.flags.c_contiguous:
+        return as_strided(region, counts, steps, writeable=writeable)
+    grid = np.ndarray(counts, region.dtype, buffer=region, strides=steps)  # as_strided's view, without its µs
+    grid.flags.writeable = writeable and region.flags.writeable
+    return grid
 
 
 def window_write(
