@@ -10,6 +10,7 @@ an index map (source position per position, -1 = padding reads zero), composed l
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from dataclasses import dataclass, field
@@ -276,14 +277,8 @@ def on_grids(fn, held: tuple[Factors, list[tuple[np.ndarray, int | float]]], fil
 
 def _once(fn, grids: list[np.ndarray]) -> np.ndarray:
     """`fn` over same-rank grids, computed once along axes that every operand broadcasts (stride 0)."""
-    shape = grids[0].shape
-    if any(g.shape != shape for g in grids):
-        shape = np.broadcast_shapes(*(g.shape for g in grids))
-    shared = tuple(
-        slice(0, 1) if all(g.shape[i] == 1 or g.strides[i] == 0 for g in grids) else slice(None)
-        for i in range(len(shape))
-    )
-    once = fn(*(g[shared] for g in grids))
+    keep, shape = _computed_once(tuple((g.shape, g.strides) for g in grids))
+    once = fn(*(g[keep] for g in grids))
     if once.shape == shape:  # nothing computed once: the result itself, read-only as a broadcast is
         once.flags.writeable = False
         return once
@@ -294,6 +289,18 @@ def _once(fn, grids: list[np.ndarray]) -> np.ndarray:
     spread = np.ndarray(shape, once.dtype, buffer=once, strides=strides)
     spread.flags.writeable = False
     return spread
+
+
+@functools.lru_cache(maxsize=4096)
+def _computed_once(grids: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]) -> tuple[tuple[slice, ...], tuple]:
+    """For grids of these (shape, strides): the index keeping one cell along each axis that every grid
+    broadcasts, and the shape they broadcast to (a replayed step meets the same grids on every launch:
+    worked out once, not in ~4 µs of Python each time)."""
+    shape = np.broadcast_shapes(*(s for s, _ in grids))
+    keep = tuple(
+        slice(0, 1) if all(s[i] == 1 or t[i] == 0 for s, t in grids) else slice(None) for i in range(len(shape))
+    )
+    return keep, shape
 
 
 # ---- views ------------------------------------------------------------------------------------------
@@ -325,25 +332,26 @@ def window_read(buf: Buf, outer: int, element: int, window: int, view: Factors) 
     live = _window(element, window, view)
     if live is None:
         return Buf(buf.base, compose(buf.index, window_index(outer, element, window, view)))
-    span = live.extent  # cells past the last live one are padding: not read (zeros cost no pages)
+    grid = _live_grid(buf.values(), outer, element, window, live, writeable=False)
     if outer == 1:  # the live cells alone, as the view's grid (a row of a table-sized view is a row)
-        return Buf(np.array(_live_grid(buf.values(), window, live, writeable=False)), layout=view)
-    seen = np.zeros((outer, size(view)), dtype=buf.values().dtype)
-    seen[:, :span] = buf.values().reshape(outer, element)[:, window : window + span]
-    out = np.zeros((outer, *live.shape), dtype=seen.dtype)
-    cells = (slice(None), *live.take)
-    out[cells] = seen.reshape(outer, *live.shape)[cells]
+        return Buf(np.array(grid[0]), layout=view)
+    out = np.zeros((outer, *live.shape), dtype=grid.dtype)  # padding reads zero (zeros cost no pages)
+    out[(slice(None), *live.take)] = grid
     return Buf(out.reshape(-1))
 
 
-def _live_grid(values: np.ndarray, window: int, live: views.Live, writeable: bool) -> np.ndarray:
-    """The live cells of a view at `window` of a one-element buffer, as a strided view of `values`."""
-    region = values[window : window + live.extent]
-    steps, step = [], region.strides[0]  # one position: one element
+def _live_grid(
+    values: np.ndarray, outer: int, element: int, window: int, live: views.Live, writeable: bool
+) -> np.ndarray:
+    """The live cells of a view at `window` of each of a buffer's `outer` blocks of `element` positions,
+    [outer, live…], as a strided view of `values` (cells past the last live one are never touched)."""
+    region = values[window : (outer - 1) * element + window + live.extent]
+    item = region.strides[0]  # one position: one element
+    steps, step = [], item
     for n in reversed(live.shape):
         steps.append(step)
         step *= n
-    counts, steps = tuple(t.stop for t in live.take), tuple(reversed(steps))
+    counts, steps = (outer, *(t.stop for t in live.take)), (element * item, *reversed(steps))
     if not region.flags.c_contiguous:
         return as_strided(region, counts, steps, writeable=writeable)
     grid = np.ndarray(counts, region.dtype, buffer=region, strides=steps)  # as_strided's view, without its µs
@@ -362,16 +370,8 @@ def window_write(
         index = window_index(outer, element, window, view)
         written[index[index >= 0]] = src.values()[index >= 0]
         return base.with_values(written)
-    if outer == 1:  # into the live cells alone (a row of a table-sized view writes a row)
-        _live_grid(written, window, live, writeable=True)[...] = _live_cells(src, 1, live, view)[0]
-        return base.with_values(written)
-    span = live.extent
-    region = np.zeros((outer, size(view)), dtype=written.dtype)
-    blocks = written.reshape(outer, element)
-    region[:, :span] = blocks[:, window : window + span]
-    cells = (slice(None), *live.take)
-    region.reshape(outer, *live.shape)[cells] = _live_cells(src, outer, live, view)
-    blocks[:, window : window + span] = region[:, :span]
+    # into the live cells alone (a row of a table-sized view writes a row)
+    _live_grid(written, outer, element, window, live, writeable=True)[...] = _live_cells(src, outer, live, view)
     return base.with_values(written)
 
 
