@@ -223,7 +223,7 @@ def walked_offsets(memories: Memories, sequencer: Sequencer, live: np.ndarray | 
 
 def test_a_sequencer_reads_like_the_address_walk():
     rng = np.random.default_rng(7)
-    read = faults = padded_outside = 0
+    read = faults = padded_outside = views = 0
     for case in range(400):
         unit = int(rng.choice([1, 2, 4]))
         sequencer, live = sequencer_case(rng, unit, distinct=False)
@@ -242,9 +242,16 @@ def test_a_sequencer_reads_like_the_address_walk():
             SLICES, -1, unit
         )
         assert np.array_equal(memories.load("sram", start, loops, unit, live), expected)
+        # a fetch's load (`digits`): a walk whose positions do not flatten stays its view [slices, loop sizes…, unit]
+        digits = memories.load("sram", start, loops, unit, live, digits=True)
+        assert np.array_equal(digits.reshape(SLICES, -1, unit), expected)
+        if digits.ndim > 3:
+            assert np.shares_memory(digits, memories.files["sram"])
+            views += 1
         read += 1
         padded_outside += reaches_outside(sequencer, unit)
     assert read > 100 and faults > 20 and padded_outside > 10  # padding that reaches outside is read as zero
+    assert views > 10
 
 
 def test_a_sequencer_writes_like_the_address_walk():

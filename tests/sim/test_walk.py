@@ -2,13 +2,14 @@
 not fit their destination."""
 
 import itertools
+import math
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 from furiosa_opt.sim.memory import Fault
-from furiosa_opt.sim.walk import box_mask, extent, gather, inner_axes, refined, walked
+from furiosa_opt.sim.walk import _on_digits, box_mask, extent, gather, inner_axes, refined, walked
 from furiosa_opt.terms import fold_terms, fold_walked
 
 
@@ -92,3 +93,48 @@ def test_terms_folded_through_views_equal_terms_copied_out(lhs, rhs, outputs, re
 def test_loops_that_a_boundary_cuts_unevenly_are_not_refined():
     assert refined([[6, 1], [2, 3, 3, 1]], 4) is None  # 4 does not divide the 6 positions
     assert refined([[3, 2, 2, 1], [2, 3, 3, 1]], 2) is None  # boundaries 2 and 3 do not nest
+
+
+def digit_view(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """[2, shape…] values over random memory, a random axis of them rereading (stride 0), as a fetch that
+    rereads leaves a stream (`Stream`): a view whose row-major order is the positions."""
+    reread = int(rng.integers(len(shape)))
+    held = tuple(1 if i == reread else n for i, n in enumerate(shape))
+    memory = rng.integers(0, 1 << 16, (2, *held), dtype=np.uint16)
+    return np.broadcast_to(memory, (2, *shape))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_walk_over_a_streams_digits_reads_what_it_reads_over_the_positions(seed):
+    """`walked` and `gather` on a stream kept as digits against the same on its positions copied out:
+    loops that fit the digits (a view of the digits, nothing copied) and loops that carry between them,
+    reach past the end or come from a table (the positions, copied)."""
+    rng = np.random.default_rng(seed)
+    shape = tuple(int(n) for n in rng.integers(1, 5, rng.integers(2, 4)))
+    digits = digit_view(rng, shape)
+    positions = digits.reshape(2, -1)
+    total = positions.shape[1]
+    loops = [(int(rng.integers(1, 4)), int(rng.integers(0, total))) for _ in range(rng.integers(1, 3))]
+    if extent([x for loop in loops for x in loop]) <= total:
+        assert np.array_equal(walked(digits, loops), walked(positions, loops))
+    walk = [x for loop in loops for x in loop]
+    count = math.prod(n for n, _ in loops)
+    if extent(walk) <= total:
+        moved = gather(digits, walk, [], count, None)  # an in-order walk leaves the digits as they are
+        assert np.array_equal(moved.reshape(2, -1), gather(positions, walk, [], count, None))
+    table = rng.integers(-1, total, count).tolist()
+    assert np.array_equal(gather(digits, [], table, count, None), gather(positions, [], table, count, None))
+    in_order = [total, 1]
+    live = rng.random(total) < 0.7
+    assert gather(digits, in_order, [], total, None) is digits  # nothing moves: the digits stay
+    assert np.array_equal(gather(digits, in_order, [], total, live), gather(positions, in_order, [], total, live))
+
+
+def test_loops_that_carry_between_digits_are_not_read_as_a_view():
+    digits = digit_view(np.random.default_rng(1), (3, 4))
+    assert _on_digits((3, 4), [(3, 4), (4, 1)]) == [[1, 0], [0, 1]]  # one digit each: a view
+    assert np.shares_memory(walked(digits, [(3, 4), (4, 1)]), digits)  # read in place, nothing copied
+    assert _on_digits((3, 4), [(2, 3)]) == [[0, 3]]  # positions 0 and 3: digits (0, 0) and (0, 3)
+    assert _on_digits((3, 4), [(3, 3)]) is None  # position 6 is (1, 2): the inner digit carries
+    assert _on_digits((3, 4), [(2, 5)]) == [[1, 1]]  # 5 = one of each: 0 then (1, 1)
+    assert np.array_equal(walked(digits, [(3, 3)]), walked(digits.reshape(2, -1), [(3, 3)]))

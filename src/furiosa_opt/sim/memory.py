@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from itertools import pairwise
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -75,6 +76,13 @@ def _inside(addresses: np.ndarray, shape: tuple[int, ...], steps: tuple[int, ...
         ok &= addresses // step < size
         addresses = addresses % step
     return ok
+
+
+def flattens(view: np.ndarray) -> bool:
+    """Whether a view's axes after the first read as one strided axis (each step the size of the next
+    axis's span): reshaping them to one is then a view, not a copy."""
+    kept = [(n, step) for n, step in zip(view.shape[1:], view.strides[1:], strict=True) if n != 1]
+    return all(outer == n * inner for (_, outer), (n, inner) in pairwise(kept))
 
 
 def _view(origin: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...], writeable: bool) -> np.ndarray:
@@ -272,17 +280,21 @@ class Memories:
 
     # ---- one slice's offsets, in every slice (the Tensor Unit) ----
 
-    def load(self, memory: str, start: int, loops: Loops, unit: int, live: np.ndarray | None = None) -> np.ndarray:
+    def load(
+        self, memory: str, start: int, loops: Loops, unit: int, live: np.ndarray | None = None, digits: bool = False
+    ) -> np.ndarray:
         """[slices, positions, unit] bytes of the `unit`-byte elements the loops visit from offset `start`,
         read in every slice computed; zero at positions not `live` (None: all are), which are not read.
         With every position live it may be a read-only view of the file: the engines read it and make new
         arrays, and a write that overlaps it (a commit into the bytes a fetch read) copies first, as numpy
-        does for overlapping operands."""
+        does for overlapping operands. With `digits`, a walk whose positions do not flatten into one axis
+        (a loop that rereads, stride 0, or one that transposes) is that view, [slices, loop sizes…, unit],
+        not a copy."""
         file = self.files[memory][self.live]
         view = self._slices(memory, start, loops, unit, writeable=False)
         if view is not None:
             if live is None:  # the walk's view itself when its positions flatten as one, else one copy
-                return view.reshape(file.shape[0], -1, unit)
+                return view if digits and not flattens(view[..., 0]) else view.reshape(file.shape[0], -1, unit)
             out = np.array(view, order="C").reshape(file.shape[0], -1, unit)
             out[:, ~live] = 0
             return out

@@ -20,6 +20,12 @@ class Unsupported(Exception):
 
 @dataclass(frozen=True)
 class Stream:
+    """The data between engines. Its values are [slices, positions]; a fetch whose walk does not flatten
+    into one axis (it rereads memory, a loop of stride 0, or transposes) leaves them as that walk's view,
+    [slices, loop sizes…] in the positions' row-major order, so that a walk or the contraction reads
+    memory in place (a reread value once, not a copy per reread); every other stage sees them as
+    positions (`flat`)."""
+
     values: np.ndarray  # [slices, steps · lanes] in wire order, dtype.storage
     dtype: DType
     steps: int  # Time positions (in pair mode both groups', the group outermost)
@@ -35,6 +41,12 @@ class Stream:
     def live(self) -> np.ndarray | None:
         """Which positions hold a value (None: all do)."""
         return box_mask(self.box)
+
+    def flat(self) -> Stream:
+        """The stream with its values as [slices, positions] (a fetch's view copied, if it is one)."""
+        if self.values.ndim <= 2:
+            return self
+        return replace(self, values=self.values.reshape(self.values.shape[0], -1))
 
     def reshaped(self, config: EngineConfig) -> Stream:
         """The stream with the layout a config gives it (`steps`, `lanes`, `live`), values unchanged."""

@@ -43,6 +43,8 @@ class TensorUnit:
         self.pending: dict = {}  # what the contraction stages gather for `contract_lane`
         stream = None
         for config in command.engines:
+            if stream is not None and config.stage not in _ON_DIGITS:
+                stream = stream.flat()
             stream = STAGES[config.stage].handler("simulator")(self, stream, config, command)
 
     # ---- memory side ----
@@ -56,7 +58,8 @@ class TensorUnit:
         if sequencer.interleave and dtype.bits < 8:
             raise Unsupported(f"a pair-mode fetch of {dtype} (4-bit) tensors")
         bases = sequencer.interleave or [sequencer.base]
-        values = [_read(self.memories, "sram", b - DM_BASE, loops, dtype, shape.live) for b in bases]
+        digits = not sequencer.interleave  # a rereading walk stays a view (`Stream`) unless a pair is chosen
+        values = [_read(self.memories, "sram", b - DM_BASE, loops, dtype, shape.live, digits) for b in bases]
         return replace(shape, values=_selected(values, sequencer) if sequencer.interleave else values[0])
 
     def commit(self, stream: Stream, command: Command) -> None:
@@ -138,6 +141,10 @@ _WALKS = (
     "vector_widen_pad",
     "commit_trim",
 )
+
+
+# the stages that read a stream's values as its digits (`Stream`): walks and the contraction's
+_ON_DIGITS = frozenset({*_WALKS, "contract_outer", "contract_packet", "contract_time", "contract_lane"})
 
 
 @register("simulator", *_WALKS)  # a walk, and nothing else
@@ -301,11 +308,20 @@ def _byte_live(live: np.ndarray | None, dtype: DType) -> np.ndarray | None:
     return None if live is None else live.reshape(-1, _per_byte(dtype)).any(axis=1)
 
 
-def _read(memories: Memories, memory: str, start: int, loops: Loops, dtype: DType, live: np.ndarray | None):
+def _read(
+    memories: Memories,
+    memory: str,
+    start: int,
+    loops: Loops,
+    dtype: DType,
+    live: np.ndarray | None,
+    digits: bool = False,
+) -> np.ndarray:
     """[slices, positions] values the loops visit (a 4-bit type: each byte's two nibbles, low first);
-    positions not `live` read zero."""
+    positions not `live` read zero. With `digits`, a walk that rereads may come back as its view
+    [slices, loop sizes…] (`Stream`)."""
     if dtype.bits >= 8:
-        return _as(memories.load(memory, start, loops, dtype.nbytes(1), live), dtype)
+        return _as(memories.load(memory, start, loops, dtype.nbytes(1), live, digits), dtype)
     raw = memories.load(memory, start, loops, 1, _byte_live(live, dtype))
     values = dtypes.unpack_nibbles(raw.reshape(raw.shape[0], -1), dtype)
     if live is not None:
@@ -348,7 +364,10 @@ def _selected(values: list[np.ndarray], sequencer: Sequencer) -> np.ndarray:
 
 
 def _as(raw: np.ndarray, dtype: DType) -> np.ndarray:
-    """[slices, positions] values of `raw` [slices, positions, bytes]."""
+    """[slices, positions] values of `raw` [slices, positions, bytes]; a walk's view [slices, loop sizes…,
+    bytes] stays a view, [slices, loop sizes…]."""
+    if raw.ndim > 3:
+        return raw.view(dtype.storage)[..., 0]
     return np.ascontiguousarray(raw).reshape(raw.shape[0], -1).view(dtype.storage)
 
 

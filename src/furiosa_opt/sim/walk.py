@@ -49,20 +49,23 @@ def extent(walk: list[int]) -> int:
 def gather(
     values: np.ndarray, walk: list[int], table: list[int], positions: int, live: np.ndarray | None
 ) -> np.ndarray:
-    """`values` [batch, source positions] moved into the destination layout [batch, `positions`]: by the
-    walk (a strided view, one copy; none when the walk reads every position in place) or the table, zero
-    where `live` says the destination is padding."""
+    """`values` [batch, source positions] (or a stream's digits, `walked`) moved into the destination
+    layout [batch, `positions`]: by the walk (a strided view, one copy; none when the walk reads every
+    position in place) or the table, zero where `live` says the destination is padding."""
     batch, visits = values.shape[0], len(table) if table else math.prod(walk[::2])
     if visits != positions or (live is not None and len(live) != positions):
         raise Fault(f"a walk visits {visits} positions, its destination has {positions}")
+    in_place = not table and _in_order(pairs(walk)) and math.prod(values.shape[1:]) == positions
+    if values.ndim > 2 and (table or (in_place and live is not None)):
+        values = values.reshape(batch, -1)  # a stream's digits (`walked`), as its positions
     if table:
         index = np.asarray(table, dtype=np.int64)
         if index.size and not -1 <= index.min() <= index.max() < values.shape[1]:
             raise Fault(f"a table reads position {index.max()} of a source of {values.shape[1]}")
         out = values[:, np.maximum(index, 0)]
         out[:, index < 0] = 0
-    elif _in_order(pairs(walk)) and values.shape[1] == positions:
-        out = values  # every position read where it is: nothing moves
+    elif in_place:
+        out = values  # every position read where it is: nothing moves (a stream's digits stay)
     else:
         out = np.array(walked(values, pairs(walk))).reshape(batch, -1).view(values.dtype)  # the one copy
     if live is not None:
@@ -81,16 +84,42 @@ def _in_order(loops: list[tuple[int, int]]) -> bool:
 
 
 def walked(values: np.ndarray, loops: list[tuple[int, int]]) -> np.ndarray:
-    """`values` [batch, source positions] seen through the loops: a strided view [batch, loop sizes…] of
+    """`values` [batch, source positions] (or [batch, digits…] whose row-major order is the positions, a
+    fetch that rereads: `stream.Stream`) seen through the loops: a strided view [batch, loop sizes…] of
     its bits (as_strided keeps numpy's own dtypes only, not bf16 or f8; `.view(dtype)` of a copy gives
     them back). An over-read at padding walks past the end and reads zeros."""
     batch, reach = values.shape[0], extent([x for loop in loops for x in loop])
+    if values.ndim > 2:
+        steps = _on_digits(values.shape[1:], loops) if reach <= math.prod(values.shape[1:]) else None
+        if steps is not None:
+            bits = values.view(f"u{values.itemsize}")
+            strides = [sum(c * b for c, b in zip(digits, bits.strides[1:], strict=True)) for digits in steps]
+            return as_strided(bits, (batch, *(n for n, _ in loops)), (bits.strides[0], *strides))
+        values = values.reshape(batch, -1)  # the loops carry between digits: the positions, copied
     source = np.ascontiguousarray(values)
     if reach > source.shape[1]:
         source = np.concatenate([source, np.zeros((batch, reach - source.shape[1]), source.dtype)], axis=1)
     bits = source.view(f"u{source.itemsize}")
     item = bits.strides[1]
     return as_strided(bits, (batch, *(n for n, _ in loops)), (bits.strides[0], *(s * item for _, s in loops)))
+
+
+def _on_digits(shape: tuple[int, ...], loops: list[tuple[int, int]]) -> list[list[int]] | None:
+    """Each loop's step as steps of the row-major digits of `shape` (its stride in mixed radix), or None
+    when the loops together can carry from one digit into the next. Without a carry, a position the loops
+    reach has exactly the digits the steps add up to, so each loop moves by the digits' strides."""
+    places = [math.prod(shape[k + 1 :]) for k in range(len(shape))]
+    steps, reach = [], [0] * len(shape)
+    for n, stride in loops:
+        if stride < 0:
+            return None
+        digits = []
+        for place in places:
+            digit, stride = divmod(stride, place)
+            digits.append(digit)
+        reach = [r + (n - 1) * d for r, d in zip(reach, digits, strict=True)]
+        steps.append(digits)
+    return steps if all(r < size for r, size in zip(reach, shape, strict=True)) else None
 
 
 def refined(walks: list[list[int]], inner: int) -> list[list[tuple[int, int]]] | None:
