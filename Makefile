@@ -51,31 +51,20 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	@echo "site: target/site/index.html (open it as a file: no server needed, search included)"
 
-# The viewer's browser tests drive Debian's Chromium (never a downloaded browser build) and fail without
-# it, so a fresh machine gets it here: installed when we are root (CI), else one line saying how.
-browser:
-ifneq ($(FURIOSA_OPT_SKIP_BROWSER),1)
-ifeq ($(wildcard $(CHROMIUM)),)
-ifeq ($(shell id -u),0)
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
-else
-	$(error $(CHROMIUM) is missing (the viewer's browser tests need it): run `sudo apt-get update && sudo apt-get install -y chromium`, or set FURIOSA_OPT_SKIP_BROWSER=1 to skip those tests)
-endif
-endif
-endif
+# The viewer's browser tests drive Debian's Chromium (never a downloaded browser build) and the language
+# server's editor test Debian's Neovim (0.7, headless); each fails without its program, so a fresh machine
+# gets it here. $(call system_package,PATH,PACKAGE,SKIP_VARIABLE,WHY): nothing when PATH exists or
+# SKIP_VARIABLE is 1, else apt installs PACKAGE when we are root (CI), else one line saying how.
+comma := ,
+system_package = $(if $(filter 1,$($(3)))$(wildcard $(1)),,$(if $(filter 0,$(shell id -u)),\
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2),\
+	$(error $(1) is missing ($(4)): run `sudo apt-get update && sudo apt-get install -y $(2)`$(comma) or set $(3)=1 to skip those tests)))
 
-# The language server's editor test drives Debian's Neovim (0.7, headless) and fails without it: installed
-# here when we are root (CI), else one line saying how.
+browser:
+	$(call system_package,$(CHROMIUM),chromium,FURIOSA_OPT_SKIP_BROWSER,the viewer's browser tests need it)
+
 editor:
-ifneq ($(FURIOSA_OPT_SKIP_NEOVIM),1)
-ifeq ($(wildcard $(NVIM)),)
-ifeq ($(shell id -u),0)
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim
-else
-	$(error $(NVIM) is missing (the language server's Neovim test needs it): run `sudo apt-get update && sudo apt-get install -y neovim`, or set FURIOSA_OPT_SKIP_NEOVIM=1 to skip that test)
-endif
-endif
-endif
+	$(call system_package,$(NVIM),neovim,FURIOSA_OPT_SKIP_NEOVIM,the language server's Neovim test needs it)
 
 # The long fuzz: every hypothesis test (hypothesis's `hypothesis` marker; tests/hostile/test_fuzz.py sets it
 # too) under the `fuzz` profile of tests/hypothesis_profiles.py: fresh random examples, forty times as many as
